@@ -1,0 +1,320 @@
+"""Domain models shared by every stage of a night.
+
+Plain pydantic v2 models: they serialise to JSON for Prefect results, Parquet rows and the
+RunReport, and they validate whatever crosses a boundary (NerdGraph, the model, the knowledge base).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from nightwatch.fingerprint import fingerprint_of
+
+Confidence = Literal["high", "medium", "low"]
+Severity = Literal["critical", "high", "medium", "low"]
+Complexity = Literal["simple", "moderate", "complex"]
+Category = Literal["code_bug", "config", "dependency", "infra", "transient", "unknown"]
+Route = Literal["known", "transient", "simple", "deep"]
+SourceState = Literal["live", "offline", "misconfigured"]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Window(Model):
+    """The lookback window of a night: [start, end). `end` is anchored so a rerun sees the same window."""
+
+    start: datetime
+    end: datetime
+
+    @classmethod
+    def ending_at(cls, end: datetime, since: timedelta) -> "Window":
+        return cls(start=end - since, end=end)
+
+    @property
+    def key(self) -> str:
+        return f"{self.start:%Y%m%dT%H%M}-{self.end:%Y%m%dT%H%M}"
+
+    @property
+    def hours(self) -> float:
+        return (self.end - self.start).total_seconds() / 3600
+
+
+class ErrorGroup(Model):
+    """One production error: an error class in a transaction, with its occurrence count."""
+
+    error_class: str
+    transaction: str
+    message: str = ""
+    occurrences: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+    app_name: str = ""
+    http_status: int | None = None
+    rank_score: float = 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint_of(self.error_class, self.transaction, self.message)
+
+    @property
+    def user_facing(self) -> bool:
+        return self.transaction.startswith(("Controller/", "WebTransaction/", "Api/", "Web/"))
+
+    @property
+    def label(self) -> str:
+        return f"{self.error_class} in {self.transaction}"
+
+
+class StackFrame(Model):
+    file: str
+    line: int | None = None
+    method: str = ""
+    in_app: bool = False
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where} in `{self.method}`" if self.method else where
+
+
+class TraceData(Model):
+    """Traces and stack frames of one error, already redacted and size-capped."""
+
+    fingerprint: str
+    transaction_errors: list[dict] = Field(default_factory=list)
+    stack_frames: list[StackFrame] = Field(default_factory=list)
+    stack_trace: str = ""
+    truncated: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def in_app_frames(self) -> list[StackFrame]:
+        return [f for f in self.stack_frames if f.in_app]
+
+
+class FileChange(Model):
+    """One edit of a proposed fix: replace `before` (an exact excerpt of the file) with `after`."""
+
+    path: str
+    action: Literal["modify", "create", "delete"] = "modify"
+    description: str = ""
+    before: str | None = None
+    after: str | None = None
+
+
+class Analysis(Model):
+    """The agent's final answer, obtained through a schema-validated tool call."""
+
+    title: str = Field(description="One line naming the defect, as an issue title.")
+    reasoning: str = Field(description="How the evidence leads to the root cause.")
+    root_cause: str = Field(description="The root cause, one or two sentences.")
+    has_fix: bool = Field(description="True only if file_changes hold a concrete fix.")
+    confidence: Confidence
+    file_changes: list[FileChange] = Field(default_factory=list)
+    suggested_next_steps: list[str] = Field(default_factory=list)
+
+
+class TokenUsage(Model):
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    thinking: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_write + self.cache_read
+
+    def __add__(self, other: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(**{k: getattr(self, k) + getattr(other, k) for k in TokenUsage.model_fields})
+
+
+class ModelCall(Model):
+    """One call to a model: the unit of the `model_calls` ledger."""
+
+    call_id: str
+    run_id: str
+    fingerprint: str
+    phase: Literal["triage", "investigate", "wrapup", "summarise"]
+    iteration: int = 0
+    model: str
+    mode: Literal["direct", "batch", "offline"] = "direct"
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    price_table: str = ""
+    latency_ms: int = 0
+    stop_reason: str = ""
+    edits_applied: int = 0
+    tokens_cleared: int = 0
+    compactions: int = 0
+    watcher_actions: int = 0
+    checkpoint_id: str | None = None
+    started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+
+
+class ToolCall(Model):
+    run_id: str
+    fingerprint: str
+    iteration: int
+    name: str
+    ok: bool
+    result_chars: int = 0
+    cached: bool = False
+    latency_ms: int = 0
+
+
+class TriageVerdict(Model):
+    fingerprint: str
+    severity: Severity = "medium"
+    complexity: Complexity = "moderate"
+    category: Category = "unknown"
+    likely_root_cause: str = ""
+    confidence: Confidence = "low"
+    needs_deep_investigation: bool = True
+    route: Route = "deep"
+    route_reason: str = ""
+    via: Literal["batch", "direct", "offline", "knowledge", "fallback"] = "direct"
+
+
+class PriorAnalysis(Model):
+    fingerprint: str = ""
+    error_class: str
+    transaction: str
+    root_cause: str
+    fix_confidence: Confidence
+    has_fix: bool
+    summary: str
+    match_score: float
+    source_file: str
+    first_detected: str
+    file_hashes: dict[str, str] = Field(default_factory=dict)
+    fix_confirmed: bool = False
+
+
+class CorrelatedPR(Model):
+    number: int
+    title: str
+    url: str = ""
+    author: str = ""
+    merged_at: datetime | None = None
+    files: list[str] = Field(default_factory=list)
+    overlap: list[str] = Field(default_factory=list)
+
+
+class ErrorAnalysisResult(Model):
+    """Everything NightWatch concluded about one error in one run."""
+
+    run_id: str
+    error: ErrorGroup
+    verdict: TriageVerdict | None = None
+    analysis: Analysis | None = None
+    source: Literal["model", "cache", "knowledge", "triage", "skipped"] = "model"
+    agent: str = ""
+    model: str = ""
+    iterations: int = 0
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    model_calls: list[ModelCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    files_examined: list[str] = Field(default_factory=list)
+    prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
+    correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
+    duration_s: float = 0.0
+    failure: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return self.error.fingerprint
+
+
+class CreatedIssueResult(Model):
+    fingerprint: str
+    action: Literal["created", "commented", "unchanged", "skipped"]
+    issue_number: int | None = None
+    url: str = ""
+    title: str = ""
+    reason: str = ""
+    outbox_path: str | None = None
+
+
+class CreatedPRResult(Model):
+    fingerprint: str
+    action: Literal["created", "exists", "skipped"]
+    pr_number: int | None = None
+    url: str = ""
+    branch: str = ""
+    base_branch: str = ""
+    draft: bool = True
+    reason: str = ""
+    diff_path: str | None = None
+
+
+class DetectedPattern(Model):
+    title: str
+    description: str
+    error_classes: list[str] = Field(default_factory=list)
+    modules: list[str] = Field(default_factory=list)
+    occurrences: int = 0
+    suggestion: str = ""
+    pattern_type: Literal["recurring_error", "systemic_issue", "transient_noise"]
+
+
+class IgnoreSuggestion(Model):
+    pattern: str
+    match: Literal["contains", "exact", "prefix", "regex"] = "contains"
+    reason: str
+    evidence: str
+
+
+class SourceStatus(Model):
+    name: str
+    state: SourceState
+    detail: str
+
+
+class StepOutcome(Model):
+    step: str
+    name: str
+    status: Literal["ok", "skipped", "failed", "cached"] = "ok"
+    detail: str = ""
+
+
+class RunTotals(Model):
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    iterations: int = 0
+
+
+class RunReport(Model):
+    run_id: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    window: Window
+    mode: Literal["batch", "interactive"] = "interactive"
+    dry_run: bool = False
+    agent: str = ""
+    model: str = ""
+    demo_data: bool = False
+    offline_model: bool = False
+    sources: list[SourceStatus] = Field(default_factory=list)
+    steps: list[StepOutcome] = Field(default_factory=list)
+    errors_found: int = 0
+    errors_ignored: int = 0
+    errors_selected: int = 0
+    results: list[ErrorAnalysisResult] = Field(default_factory=list)
+    issues: list[CreatedIssueResult] = Field(default_factory=list)
+    pr: CreatedPRResult | None = None
+    patterns: list[DetectedPattern] = Field(default_factory=list)
+    ignore_suggestions: list[IgnoreSuggestion] = Field(default_factory=list)
+    totals: RunTotals = Field(default_factory=RunTotals)
+    reports_dir: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+    def count_source(self, source: str) -> int:
+        return sum(1 for r in self.results if r.source == source)

@@ -1,0 +1,38 @@
+"""Test tiers share two guarantees: no network beyond loopback, and a private NIGHTWATCH_HOME."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+_LOOPBACK = ("127.", "::1", "localhost")
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address):  # type: ignore[no-untyped-def]
+    host = address[0] if isinstance(address, tuple) else str(address)
+    if self.family == socket.AF_UNIX or str(host).startswith(_LOOPBACK):
+        return _real_connect(self, address)
+    raise RuntimeError(f"tests must not reach the network: connect to {address!r} refused")
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+
+
+@pytest.fixture(autouse=True)
+def nightwatch_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test writes under its own NIGHTWATCH_HOME; no credentials leak in from the machine."""
+    home = tmp_path / "nightwatch-home"
+    monkeypatch.setenv("NIGHTWATCH_HOME", str(home))
+    for name in list(os.environ):
+        if name.startswith(("NIGHTWATCH_", "ANTHROPIC_", "NEW_RELIC_", "SLACK_")) and name != "NIGHTWATCH_HOME":
+            monkeypatch.delenv(name, raising=False)
+    for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return home

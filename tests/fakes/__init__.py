@@ -1,0 +1,1 @@
+"""Fakes of the external services, served over HTTP on loopback so the real SDKs talk to them."""
