@@ -1,0 +1,285 @@
+"""Parquet metrics: the system of record for runs, errors, analyses, model calls and tool calls.
+
+Layout (hive partitioning by run date, then by run, so every run owns its own files):
+
+    <home>/metrics/<table>/date=YYYY-MM-DD/run=<run folder>/<part>.parquet
+    <home>/metrics/knowledge_index/current.parquet        (a snapshot, replaced on every rebuild)
+
+Why it is shaped like this:
+- Each file is written under a temporary name and swapped in with `os.replace`, so an analyst's
+  query scanning the folder never meets a half-written file.
+- A (table, run, part) has exactly one file. Writing it again replaces it, in whichever date folder
+  it was, so a rerun from the Prefect UI never duplicates a row.
+- Every analysis writes its own part as soon as it ends: a crash later in the night loses nothing.
+- Run ids may hold characters that are unsafe in paths (`:` `+` `/`); the folder name is a
+  sanitised form (with a short hash when it differs) and the real id stays in the `run_id` column.
+  The folder key is `run`, not `run_id`, because DuckDB lets a hive key override a file column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from knowledge_store.atomic import atomic_target
+from knowledge_store.schema import SCHEMA_VERSION, schema_for
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall
+from nightwatch.redact import clean
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+MESSAGE_LIMIT = 2_000
+RunDate = date | datetime | str
+
+
+class MetricsWriteError(RuntimeError):
+    """Rows could not be converted to the table's schema; nothing was written for that part."""
+
+
+def safe_name(value: str, limit: int = 80) -> str:
+    """A path-safe, collision-free folder or file name for `value` (run ids, part names)."""
+    cleaned = _UNSAFE.sub("_", value).strip("._")[:limit] or "x"
+    if cleaned == value:
+        return cleaned
+    return f"{cleaned}-{hashlib.sha256(value.encode('utf-8')).hexdigest()[:8]}"
+
+
+def as_date(value: date | datetime | str) -> date:
+    """Accept a date, a datetime (its UTC date) or an ISO string; the partition is a calendar day."""
+    if isinstance(value, datetime):
+        return utc(value).date()
+    if isinstance(value, date):
+        return value
+    return as_date(datetime.fromisoformat(value)) if "T" in value else date.fromisoformat(value)
+
+
+def utc(moment: datetime | None) -> datetime | None:
+    """Naive datetimes are taken as UTC, aware ones converted: the columns are all UTC."""
+    if moment is None:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def token_columns(usage: TokenUsage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input,
+        "output_tokens": usage.output,
+        "cache_write_tokens": usage.cache_write,
+        "cache_read_tokens": usage.cache_read,
+        "thinking_tokens": usage.thinking,
+    }
+
+
+def model_call_row(call: ModelCall) -> dict[str, Any]:
+    row = call.model_dump(exclude={"usage"})
+    row.update(token_columns(call.usage), started_at=utc(call.started_at))
+    return row
+
+
+def tool_call_row(call: ToolCall, part: str, seq: int) -> dict[str, Any]:
+    return {**call.model_dump(), "part": part, "seq": seq}
+
+
+def analysis_row(run_id: str, result: ErrorAnalysisResult, analysed_at: datetime) -> dict[str, Any]:
+    verdict, analysis = result.verdict, result.analysis
+    return {
+        "run_id": run_id,
+        "fingerprint": result.fingerprint,
+        "error_class": result.error.error_class,
+        "transaction": result.error.transaction,
+        "occurrences": result.error.occurrences,
+        "route": verdict.route if verdict else None,
+        "severity": verdict.severity if verdict else None,
+        "source": result.source,
+        "agent": result.agent,
+        "model": result.model,
+        "confidence": analysis.confidence if analysis else None,
+        "has_fix": bool(analysis and analysis.has_fix),
+        "iterations": result.iterations,
+        **token_columns(result.tokens),
+        "cost_usd": result.cost_usd,
+        "model_calls": len(result.model_calls),
+        "tool_calls": len(result.tool_calls),
+        "files_examined": len(set(result.files_examined)),
+        "prior_analyses": len(result.prior_analyses),
+        "duration_s": result.duration_s,
+        "failure": clean(result.failure, MESSAGE_LIMIT)[0] if result.failure else None,
+        "analysed_at": analysed_at,
+    }
+
+
+def error_row(run_id: str, error: ErrorGroup, selected: set[str], ignored: dict[str, str]) -> dict[str, Any]:
+    row = error.model_dump(exclude={"fingerprint"})
+    row.update(
+        run_id=run_id,
+        fingerprint=error.fingerprint,
+        message=clean(error.message, MESSAGE_LIMIT)[0],
+        first_seen=utc(error.first_seen),
+        last_seen=utc(error.last_seen),
+        selected=error.fingerprint in selected,
+        ignored_by=ignored.get(error.fingerprint),
+    )
+    return row
+
+
+_RUN_FIELDS = {
+    *("run_id", "mode", "dry_run", "demo_data", "offline_model", "agent", "model"),
+    *("errors_found", "errors_ignored", "errors_selected"),
+}
+
+
+def run_row(report: RunReport) -> dict[str, Any]:
+    analysed = sum(1 for r in report.results if r.analysis is not None)
+    return {
+        **report.model_dump(include=_RUN_FIELDS),
+        "started_at": utc(report.started_at),
+        "finished_at": utc(report.finished_at),
+        "window_start": utc(report.window.start),
+        "window_end": utc(report.window.end),
+        "errors_analysed": analysed,
+        "from_cache": report.count_source("cache"),
+        "from_knowledge": report.count_source("knowledge"),
+        "issues_created": sum(1 for i in report.issues if i.action == "created"),
+        "pr_created": bool(report.pr and report.pr.action == "created"),
+        **token_columns(report.totals.tokens),
+        "cost_usd": report.totals.cost_usd,
+        "model_calls": report.totals.model_calls,
+        "iterations": report.totals.iterations,
+    }
+
+
+def knowledge_index_rows(index: dict) -> list[dict[str, Any]]:
+    """Flatten index.yml (solutions and patterns) into knowledge_index rows."""
+    indexed_at = _parse_time(index.get("last_updated"))
+    rows = [_solution_row(entry, indexed_at) for entry in index.get("solutions") or []]
+    rows += [_pattern_row(entry, indexed_at) for entry in index.get("patterns") or []]
+    return rows
+
+
+def _solution_row(entry: dict, indexed_at: datetime | None) -> dict[str, Any]:
+    columns = ("file", "fingerprint", "error_class", "transaction", "fix_confidence", "has_fix", "fix_confirmed")
+    row = {name: entry.get(name) for name in columns}
+    row.update({name: entry.get(name) for name in ("last_run_id", "run_count", "occurrences", "root_cause")})
+    row.update(
+        kind="solution",
+        tags=[str(t) for t in entry.get("tags") or []],
+        first_detected=str(entry["first_detected"]) if entry.get("first_detected") else None,
+        issue_number=entry.get("issue_number"),
+        pr_number=entry.get("pr_number"),
+        file_hashes=sorted((entry.get("file_hashes") or {}).items()),
+        indexed_at=indexed_at,
+    )
+    return row
+
+
+def _pattern_row(entry: dict, indexed_at: datetime | None) -> dict[str, Any]:
+    classes = entry.get("error_classes") or []
+    return {
+        "kind": "pattern",
+        "file": entry.get("file"),
+        "title": entry.get("title"),
+        "error_class": classes[0] if classes else None,
+        "occurrences": entry.get("occurrences"),
+        "tags": [str(t) for t in entry.get("modules") or []],
+        "indexed_at": indexed_at,
+    }
+
+
+def _parse_time(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        return utc(value)
+    return utc(datetime.fromisoformat(str(value))) if value else None
+
+
+class MetricsStore:
+    """Writes the metrics tables as Parquet under `<home>/metrics`; every write is atomic and idempotent."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self.root = self.home / "metrics"
+
+    def write_model_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ModelCall]) -> Path:
+        """One file per analysis part (e.g. `<fingerprint>-investigate`), written as soon as it ends."""
+        return self._write_run_part("model_calls", run_id, run_date, part, [model_call_row(c) for c in calls])
+
+    def write_tool_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ToolCall]) -> Path:
+        rows = [tool_call_row(c, part, seq) for seq, c in enumerate(calls)]
+        return self._write_run_part("tool_calls", run_id, run_date, part, rows)
+
+    def write_analyses(
+        self,
+        run_id: str,
+        run_date: RunDate,
+        results: list[ErrorAnalysisResult],
+        analysed_at: datetime | None = None,
+    ) -> Path:
+        moment = utc(analysed_at) or datetime.now(timezone.utc)
+        rows = [analysis_row(run_id, r, moment) for r in results]
+        return self._write_run_part("analyses", run_id, run_date, "analyses", rows)
+
+    def write_errors(
+        self,
+        run_id: str,
+        run_date: RunDate,
+        errors: list[ErrorGroup],
+        selected: set[str],
+        ignored: dict[str, str],
+    ) -> Path:
+        """Every error the source returned, with whether it was selected and which rule ignored it."""
+        rows = [error_row(run_id, e, selected, ignored) for e in errors]
+        return self._write_run_part("errors", run_id, run_date, "errors", rows)
+
+    def write_run(self, report: RunReport) -> Path:
+        return self._write_run_part("runs", report.run_id, report.started_at, "run", [run_row(report)])
+
+    def write_knowledge_index(self, index: dict) -> Path:
+        """Snapshot of index.yml: the current state of the knowledge base, replaced on each rebuild."""
+        target = self.root / "knowledge_index" / "current.parquet"
+        return self._write_file("knowledge_index", target, knowledge_index_rows(index))
+
+    def run_folder(self, table: str, run_id: str, run_date: RunDate) -> Path:
+        return self.root / table / f"date={as_date(run_date).isoformat()}" / f"run={safe_name(run_id)}"
+
+    def files(self, table: str) -> list[Path]:
+        """The table's finished Parquet files (temporary files are dot-files and never match)."""
+        return sorted((self.root / table).glob("**/*.parquet"))
+
+    def _write_run_part(self, table: str, run_id: str, run_date: RunDate, part: str, rows: list[dict]) -> Path:
+        target = self.run_folder(table, run_id, run_date) / f"{safe_name(part)}.parquet"
+        path = self._write_file(table, target, rows)
+        self._drop_other_dates(table, path)
+        return path
+
+    def _write_file(self, table: str, target: Path, rows: Iterable[dict[str, Any]]) -> Path:
+        arrow = to_table(table, list(rows))
+        with atomic_target(target) as tmp:
+            pq.write_table(arrow, tmp)
+        return target
+
+    def _drop_other_dates(self, table: str, written: Path) -> None:
+        """A rerun whose date moved must not leave the earlier copy of the same run part behind."""
+        pattern = f"date=*/{written.parent.name}/{written.name}"
+        for stale in (self.root / table).glob(pattern):
+            if stale != written:
+                stale.unlink(missing_ok=True)
+
+
+def to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows -> an Arrow table of exactly the table's schema; extra keys are refused, missing ones null."""
+    schema = schema_for(table)
+    names = set(schema.names)
+    for row in rows:
+        row.setdefault("schema_version", SCHEMA_VERSION)
+        extra = set(row) - names
+        if extra:
+            raise MetricsWriteError(f"{table}: columns {sorted(extra)} are not in the schema (add a migration)")
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise MetricsWriteError(f"{table}: rows do not fit the schema: {exc}") from exc

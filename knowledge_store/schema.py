@@ -1,0 +1,264 @@
+"""The metrics schema: explicit, versioned pyarrow schemas for every Parquet table.
+
+Like a database with numbered migrations (`m001_initial`, `m002_...`), the schema is the result of
+applying `MIGRATIONS` in order. Parquet files are immutable, so a migration may only ADD tables or
+nullable columns, never rename or retype one: files written under an older version stay readable,
+and the DuckDB views (knowledge_store/duck.py) show the newer columns as NULL for them. Every row
+carries the `schema_version` that wrote it.
+
+`SCHEMA.md` beside this module is generated from this file by `render_schema_doc()`; a test keeps
+the two equal, so the documentation cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import pyarrow as pa
+
+UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    description: str
+    nullable: bool = True
+
+
+def _tokens(what: str) -> list[Column]:
+    """The five token counters every metered table repeats, named the same everywhere."""
+    return [
+        Column("input_tokens", pa.int64(), f"Uncached input tokens {what}."),
+        Column("output_tokens", pa.int64(), f"Output tokens {what} (thinking included, as billed)."),
+        Column("cache_write_tokens", pa.int64(), f"Input tokens written to the prompt cache {what}."),
+        Column("cache_read_tokens", pa.int64(), f"Input tokens read from the prompt cache {what}."),
+        Column("thinking_tokens", pa.int64(), f"Extended-thinking tokens {what} (a part of output_tokens)."),
+    ]
+
+
+_RUN_ID = Column("run_id", pa.string(), "The night's run id, exactly as the flow named it.", nullable=False)
+_FINGERPRINT = Column("fingerprint", pa.string(), "Stable 16-hex identity of the error group.", nullable=False)
+_VERSION = Column("schema_version", pa.int32(), "SCHEMA_VERSION of the code that wrote the row.", nullable=False)
+
+_M001_RUNS = [
+    _RUN_ID,
+    Column("started_at", UTC_TIMESTAMP, "When the run started (UTC).", nullable=False),
+    Column("finished_at", UTC_TIMESTAMP, "When the run finished (UTC); null if it did not finish."),
+    Column("window_start", UTC_TIMESTAMP, "Start of the lookback window (inclusive)."),
+    Column("window_end", UTC_TIMESTAMP, "End of the lookback window (exclusive)."),
+    Column("mode", pa.string(), "batch (scheduled, Message Batches) or interactive (direct calls)."),
+    Column("dry_run", pa.bool_(), "True when no issue, PR or message was sent."),
+    Column("demo_data", pa.bool_(), "True when the errors came from the bundled demo dataset."),
+    Column("offline_model", pa.bool_(), "True when the deterministic offline model answered instead of Claude."),
+    Column("agent", pa.string(), "Agent definition used for investigations."),
+    Column("model", pa.string(), "Model used for investigations."),
+    Column("errors_found", pa.int64(), "Error groups returned by the source for the window."),
+    Column("errors_ignored", pa.int64(), "Error groups dropped by ignore rules."),
+    Column("errors_selected", pa.int64(), "Error groups kept after ranking (top N)."),
+    Column("errors_analysed", pa.int64(), "Selected errors that ended with an analysis."),
+    Column("from_cache", pa.int64(), "Analyses reused from the task cache (no tokens spent)."),
+    Column("from_knowledge", pa.int64(), "Analyses answered from the knowledge base."),
+    Column("issues_created", pa.int64(), "GitHub issues created (comments on existing issues not counted)."),
+    Column("pr_created", pa.bool_(), "True when a draft fix PR was opened."),
+    *_tokens("over the run"),
+    Column("cost_usd", pa.float64(), "Model cost of the run in US dollars."),
+    Column("model_calls", pa.int64(), "Number of model calls in the run."),
+    Column("iterations", pa.int64(), "Agent iterations summed over the run."),
+    _VERSION,
+]
+
+_M001_ERRORS = [
+    _RUN_ID,
+    _FINGERPRINT,
+    Column("error_class", pa.string(), "Exception class, e.g. ActiveRecord::RecordNotFound."),
+    Column("transaction", pa.string(), "Transaction name, e.g. Controller/orders/update."),
+    Column("message", pa.string(), "Error message, redacted and capped."),
+    Column("occurrences", pa.int64(), "Occurrences in the window."),
+    Column("rank_score", pa.float64(), "Ranking score used to pick the top N."),
+    Column("first_seen", UTC_TIMESTAMP, "First occurrence in the window."),
+    Column("last_seen", UTC_TIMESTAMP, "Last occurrence in the window."),
+    Column("selected", pa.bool_(), "True when the error was selected for analysis."),
+    Column("ignored_by", pa.string(), "The ignore rule that dropped the error; null if none did."),
+    Column("app_name", pa.string(), "APM application name."),
+    Column("http_status", pa.int64(), "HTTP status of the failing transaction, when known."),
+    _VERSION,
+]
+
+_M001_ANALYSES = [
+    _RUN_ID,
+    _FINGERPRINT,
+    Column("error_class", pa.string(), "Exception class."),
+    Column("transaction", pa.string(), "Transaction name."),
+    Column("occurrences", pa.int64(), "Occurrences in the window."),
+    Column("route", pa.string(), "Triage route: known, transient, simple or deep; null without triage."),
+    Column("severity", pa.string(), "Triage severity: critical, high, medium or low."),
+    Column("source", pa.string(), "Where the answer came from: model, cache, knowledge, triage or skipped."),
+    Column("agent", pa.string(), "Agent definition used."),
+    Column("model", pa.string(), "Model used."),
+    Column("confidence", pa.string(), "Confidence of the analysis (high, medium, low); null without one."),
+    Column("has_fix", pa.bool_(), "True when the analysis carries concrete file changes."),
+    Column("iterations", pa.int64(), "Agent iterations spent."),
+    *_tokens("for this error"),
+    Column("cost_usd", pa.float64(), "Model cost for this error in US dollars."),
+    Column("model_calls", pa.int64(), "Model calls for this error."),
+    Column("tool_calls", pa.int64(), "Tool calls for this error."),
+    Column("files_examined", pa.int64(), "Distinct files the agent read."),
+    Column("prior_analyses", pa.int64(), "Prior analyses found in the knowledge base."),
+    Column("duration_s", pa.float64(), "Wall time of the analysis in seconds."),
+    Column("failure", pa.string(), "Why the analysis failed; null when it did not."),
+    Column("analysed_at", UTC_TIMESTAMP, "When the row was written (UTC)."),
+    _VERSION,
+]
+
+_M001_MODEL_CALLS = [
+    Column("call_id", pa.string(), "Unique id of the call.", nullable=False),
+    _RUN_ID,
+    _FINGERPRINT,
+    Column("phase", pa.string(), "triage, investigate, wrapup or summarise."),
+    Column("iteration", pa.int64(), "Agent iteration (0 for triage)."),
+    Column("model", pa.string(), "Model name as sent to the API."),
+    Column("mode", pa.string(), "direct, batch (Message Batches, half price) or offline."),
+    *_tokens("in this call"),
+    Column("cost_usd", pa.float64(), "Cost of the call in US dollars."),
+    Column("price_table", pa.string(), "Version of the price table the cost was computed with."),
+    Column("latency_ms", pa.int64(), "Wall time of the call in milliseconds."),
+    Column("stop_reason", pa.string(), "stop_reason returned by the model."),
+    Column("started_at", UTC_TIMESTAMP, "When the call started (UTC)."),
+    _VERSION,
+]
+
+_M001_TOOL_CALLS = [
+    _RUN_ID,
+    _FINGERPRINT,
+    Column("part", pa.string(), "The analysis part that wrote the row (fingerprint and phase)."),
+    Column("seq", pa.int64(), "Order of the call within its part."),
+    Column("iteration", pa.int64(), "Agent iteration that asked for the tool."),
+    Column("name", pa.string(), "Tool name: read_file, search_code, list_directory, ..."),
+    Column("ok", pa.bool_(), "False when the tool answered with an error."),
+    Column("result_chars", pa.int64(), "Characters returned to the model."),
+    Column("cached", pa.bool_(), "True when the code cache answered."),
+    Column("latency_ms", pa.int64(), "Wall time of the tool in milliseconds."),
+    _VERSION,
+]
+
+_M002_CONTEXT_COLUMNS = [
+    Column("edits_applied", pa.int64(), "Server-side context edits applied to this call."),
+    Column("tokens_cleared", pa.int64(), "Input tokens removed by context editing."),
+    Column("compactions", pa.int64(), "Compactions performed before or during this call."),
+    Column("watcher_actions", pa.int64(), "Sections the proactive watcher compacted before this call."),
+    Column("checkpoint_id", pa.string(), "Checkpoint written before this call, if any."),
+]
+
+_M003_KNOWLEDGE_INDEX = [
+    Column("kind", pa.string(), "solution (an error document) or pattern.", nullable=False),
+    Column("file", pa.string(), "Document path relative to the knowledge folder.", nullable=False),
+    Column("fingerprint", pa.string(), "Error fingerprint; null for patterns."),
+    Column("error_class", pa.string(), "Exception class (for patterns: the first of them)."),
+    Column("transaction", pa.string(), "Transaction name; null for patterns."),
+    Column("title", pa.string(), "Pattern title; null for solutions."),
+    Column("fix_confidence", pa.string(), "Confidence of the latest analysis."),
+    Column("has_fix", pa.bool_(), "True when the latest analysis proposed file changes."),
+    Column("fix_confirmed", pa.bool_(), "True once a fix was confirmed (merged and the error stopped)."),
+    Column("tags", pa.list_(pa.string()), "Search tags derived from class and transaction."),
+    Column("first_detected", pa.string(), "ISO date of the first analysis."),
+    Column("last_run_id", pa.string(), "Run that last updated the document."),
+    Column("run_count", pa.int64(), "Number of runs that saw the error."),
+    Column("occurrences", pa.int64(), "Occurrences summed over those runs."),
+    Column("issue_number", pa.int64(), "GitHub issue filed for the error."),
+    Column("pr_number", pa.int64(), "Draft PR proposed for the error."),
+    Column("root_cause", pa.string(), "Root cause summary."),
+    Column("file_hashes", pa.map_(pa.string(), pa.string()), "sha256 of each cited file at analysis time."),
+    Column("indexed_at", UTC_TIMESTAMP, "When the index was rebuilt."),
+    _VERSION,
+]
+
+MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
+    (
+        "m001_initial",
+        {
+            "runs": _M001_RUNS,
+            "errors": _M001_ERRORS,
+            "analyses": _M001_ANALYSES,
+            "model_calls": _M001_MODEL_CALLS,
+            "tool_calls": _M001_TOOL_CALLS,
+        },
+    ),
+    ("m002_context_management", {"model_calls": _M002_CONTEXT_COLUMNS}),
+    ("m003_knowledge_index", {"knowledge_index": _M003_KNOWLEDGE_INDEX}),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaError(ValueError):
+    """A migration breaks the add-only rule, or a table name is unknown."""
+
+
+def apply_migrations(migrations: list[tuple[str, dict[str, list[Column]]]]) -> dict[str, list[Column]]:
+    """Fold the migrations into {table: columns}; refuse redefinitions, which Parquet cannot honour."""
+    tables: dict[str, list[Column]] = {}
+    for name, changes in migrations:
+        for table, columns in changes.items():
+            existing = {c.name for c in tables.setdefault(table, [])}
+            for column in columns:
+                if column.name in existing:
+                    raise SchemaError(f"migration {name} redefines {table}.{column.name}; migrations may only add")
+                tables[table].append(column)
+                existing.add(column.name)
+    return tables
+
+
+@cache
+def table_columns() -> dict[str, tuple[Column, ...]]:
+    return {table: tuple(columns) for table, columns in apply_migrations(MIGRATIONS).items()}
+
+
+TABLES: tuple[str, ...] = tuple(table_columns())
+
+
+def schema_for(table: str) -> pa.Schema:
+    """The pyarrow schema of `table` at SCHEMA_VERSION, with descriptions as field metadata."""
+    try:
+        columns = table_columns()[table]
+    except KeyError:
+        raise SchemaError(f"unknown metrics table {table!r}; known tables: {', '.join(TABLES)}") from None
+    fields = [pa.field(c.name, c.type, nullable=c.nullable, metadata={"description": c.description}) for c in columns]
+    meta = {"nightwatch.table": table, "nightwatch.schema_version": str(SCHEMA_VERSION)}
+    return pa.schema(fields, metadata=meta)
+
+
+def introduced_in() -> dict[tuple[str, str], str]:
+    """(table, column) -> the migration that added it, for the generated documentation."""
+    seen: dict[tuple[str, str], str] = {}
+    for name, changes in MIGRATIONS:
+        for table, columns in changes.items():
+            for column in columns:
+                seen.setdefault((table, column.name), name)
+    return seen
+
+
+def render_schema_doc() -> str:
+    """Markdown documentation of every table; SCHEMA.md is exactly this text."""
+    origin = introduced_in()
+    lines = [
+        "# Metrics schema",
+        "",
+        "<!-- Generated by knowledge_store.schema.render_schema_doc(); do not edit by hand. -->",
+        "",
+        f"Schema version: **{SCHEMA_VERSION}**. Parquet files live under",
+        "`$NIGHTWATCH_HOME/metrics/<table>/date=YYYY-MM-DD/run=<run folder>/<part>.parquet`;",
+        "`nightwatch.duckdb` has one view per table (plus `date`, the run date from the folder).",
+        "Migrations only add tables or nullable columns; older files show newer columns as NULL.",
+        "",
+        "## Migrations",
+        "",
+    ]
+    lines += [f"{i}. `{name}`: {', '.join(sorted(changes))}" for i, (name, changes) in enumerate(MIGRATIONS, 1)]
+    for table, columns in table_columns().items():
+        lines += ["", f"## {table}", "", "| column | type | null | since | description |", "|---|---|---|---|---|"]
+        for c in columns:
+            null = "yes" if c.nullable else "no"
+            lines.append(f"| `{c.name}` | `{c.type}` | {null} | {origin[(table, c.name)]} | {c.description} |")
+    return "\n".join(lines) + "\n"

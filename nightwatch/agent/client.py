@@ -1,0 +1,54 @@
+"""Model clients: one protocol, so the offline model, a fake server and Claude run through one loop.
+
+A client takes the Messages API's parameters and returns the SDK's own `BetaMessage`. The live client
+is the anthropic SDK (its retries, timeouts and beta headers); the offline model builds the same type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import anthropic
+from anthropic.types.beta import BetaMessage
+
+from nightwatch.settings import Settings
+
+
+class ModelClient(Protocol):
+    name: str
+    offline: bool
+
+    def create(self, **params: Any) -> BetaMessage: ...
+
+
+class AnthropicModelClient:
+    """Claude through the anthropic SDK; honours ANTHROPIC_BASE_URL and the SDK's retry policy."""
+
+    offline = False
+
+    def __init__(self, api_key: str, base_url: str | None = None, max_retries: int = 4, timeout_s: float = 300.0) -> None:
+        self.sdk = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s)
+        self.name = "anthropic"
+
+    def create(self, **params: Any) -> BetaMessage:
+        return self.sdk.beta.messages.create(**params)
+
+
+def build_model_client(settings: Settings) -> ModelClient:
+    """Claude when a key is configured, the deterministic offline model otherwise."""
+    if settings.live_model:
+        assert settings.anthropic_api_key is not None
+        return AnthropicModelClient(
+            settings.anthropic_api_key.get_secret_value(),
+            base_url=settings.anthropic_base_url,
+            max_retries=settings.anthropic_max_retries,
+            timeout_s=settings.anthropic_timeout_s,
+        )
+    from nightwatch.agent.offline import OfflineModel
+
+    return OfflineModel()
+
+
+def assistant_content(message: BetaMessage) -> list[dict[str, Any]]:
+    """The response's blocks as request params, unmodified (thinking signatures included)."""
+    return [block.to_dict(mode="json") for block in message.content]

@@ -1,0 +1,213 @@
+"""The agent's tools: read-only over the code host, the error's traces and the run's event log.
+
+Tool schemas are data written for the model. A tool never raises out of the loop: failures come back
+as `is_error` results whose text tells the model how to narrow its request. An oversized result is
+cut to a cap with a note, so a single file cannot flood the context.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from nightwatch.agent.recall import EventLog, recall
+from nightwatch.codehosts.base import CodeHost, CodeHostError
+from nightwatch.models import Analysis, ToolCall, TraceData
+from nightwatch.redact import fence
+
+SUBMIT_TOOL = "submit_analysis"
+MAX_RESULT_CHARS = 24_000
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "read_file": {
+        "name": "read_file",
+        "description": "Read a file of the repository, with line numbers. Use start_line/end_line for a range "
+        "when the file is long. Paths are relative to the repository root.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "e.g. app/models/order.rb"},
+                "start_line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1},
+            },
+            "required": ["path"],
+        },
+    },
+    "search_code": {
+        "name": "search_code",
+        "description": "Search the repository for a string (case-insensitive). Returns matching lines as "
+        "path:line: text. Use it to find a method's definition and its callers.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 2},
+                "path_glob": {"type": "string", "description": "optional, e.g. app/models/*.rb"},
+            },
+            "required": ["query"],
+        },
+    },
+    "list_directory": {
+        "name": "list_directory",
+        "description": "List a directory of the repository; directories end with '/'.",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string", "default": ""}}},
+    },
+    "get_error_traces": {
+        "name": "get_error_traces",
+        "description": "The error's sample occurrences and full stack trace (redacted production data).",
+        "input_schema": {"type": "object", "properties": {}},
+    },
+    "recall_context": {
+        "name": "recall_context",
+        "description": "Search everything seen earlier in this investigation, including tool results that were "
+        "cleared from the conversation. Use it when you need a detail you no longer have in view.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "words to look for, e.g. a method name"}},
+            "required": ["query"],
+        },
+    },
+}
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(dict(defs[node["$ref"].split("/")[-1]]))
+            return {k: walk(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
+def submit_tool_schema() -> dict[str, Any]:
+    return {
+        "name": SUBMIT_TOOL,
+        "description": "Submit your final analysis. Call it exactly once, when the root cause is clear or "
+        "when told this is your final turn.",
+        "input_schema": _inline_refs(Analysis.model_json_schema()),
+    }
+
+
+def tool_schemas(names: list[str]) -> list[dict[str, Any]]:
+    return [TOOL_SCHEMAS[n] for n in names] + [submit_tool_schema()]
+
+
+class CodeCache:
+    """Per-run cache of code-host reads shared by every investigation (seed 000, layer 8)."""
+
+    def __init__(self, host: CodeHost) -> None:
+        self.host = host
+        self._store: dict[tuple, Any] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple, produce: Callable[[], Any]) -> tuple[Any, bool]:
+        if key in self._store:
+            self.hits += 1
+            return self._store[key], True
+        self.misses += 1
+        value = produce()
+        self._store[key] = value
+        return value, False
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+@dataclass
+class ToolOutcome:
+    text: str
+    is_error: bool = False
+    cached: bool = False
+
+
+@dataclass
+class ToolRunner:
+    """Executes tool calls for one investigation and records each in the event log."""
+
+    cache: CodeCache
+    traces: TraceData
+    events: EventLog
+    run_id: str
+    fingerprint: str
+    allowed: list[str]
+    calls: list[ToolCall] = field(default_factory=list)
+    files_examined: list[str] = field(default_factory=list)
+
+    def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
+        started = time.monotonic()
+        try:
+            if name not in self.allowed:
+                raise CodeHostError(f"unknown tool '{name}'; available: {', '.join(self.allowed)}")
+            outcome = getattr(self, f"_{name}")(**(args or {}))
+        except CodeHostError as exc:
+            outcome = ToolOutcome(str(exc), is_error=True)
+        except TypeError as exc:
+            outcome = ToolOutcome(f"bad arguments for {name}: {exc}", is_error=True)
+        outcome.text = _capped(outcome.text)
+        self.calls.append(
+            ToolCall(
+                run_id=self.run_id, fingerprint=self.fingerprint, iteration=iteration, name=name, ok=not outcome.is_error,
+                result_chars=len(outcome.text), cached=outcome.cached, latency_ms=int((time.monotonic() - started) * 1000),
+            )
+        )
+        if name != "recall_context":
+            self.events.append(self.fingerprint, "tool_result", f"{name} {json.dumps(args, sort_keys=True)}", outcome.text, iteration)
+        return outcome
+
+    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolOutcome:
+        text, cached = self.cache.get(
+            ("read", path, start_line, end_line),
+            lambda: self.cache.host.read_file(path, start_line=start_line, end_line=end_line, numbered=True),
+        )
+        if path not in self.files_examined:
+            self.files_examined.append(path)
+        return ToolOutcome(text, cached=cached)
+
+    def _search_code(self, query: str, path_glob: str | None = None) -> ToolOutcome:
+        hits, cached = self.cache.get(("search", query, path_glob), lambda: self.cache.host.search_code(query, path_glob=path_glob))
+        if not hits:
+            return ToolOutcome(f"No matches for {query!r}.", cached=cached)
+        return ToolOutcome("\n".join(f"{h.path}:{h.line}: {h.text.strip()}" for h in hits), cached=cached)
+
+    def _list_directory(self, path: str = "") -> ToolOutcome:
+        entries, cached = self.cache.get(("list", path), lambda: self.cache.host.list_directory(path))
+        return ToolOutcome("\n".join(entries) or "(empty directory)", cached=cached)
+
+    def _get_error_traces(self) -> ToolOutcome:
+        return ToolOutcome(fence("error traces", render_traces(self.traces)))
+
+    def _recall_context(self, query: str) -> ToolOutcome:
+        return ToolOutcome(recall(self.events, query, self.fingerprint))
+
+
+def render_traces(traces: TraceData, max_samples: int = 3) -> str:
+    lines = []
+    for sample in traces.transaction_errors[:max_samples]:
+        lines.append("occurrence: " + ", ".join(f"{k}={v}" for k, v in sample.items() if v not in (None, "")))
+    if traces.stack_frames:
+        lines.append("stack (top first, [app] = application code):")
+        lines.extend(f"  {'[app] ' if f.in_app else '      '}{f.render()}" for f in traces.stack_frames[:40])
+        if len(traces.stack_frames) > 40:
+            lines.append(f"  … {len(traces.stack_frames) - 40} more frames")
+    elif traces.stack_trace:
+        lines.append("stack trace:\n" + traces.stack_trace[:8000])
+    lines.extend(f"note: {n}" for n in traces.notes)
+    return "\n".join(lines) or "No traces were recorded for this error."
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return text[:MAX_RESULT_CHARS] + (
+        f"\n… [result cut at {MAX_RESULT_CHARS:,} of {len(text):,} characters: ask for a line range or a narrower search]"
+    )

@@ -1,0 +1,158 @@
+"""The CodeHost contract and the path and text rules every host shares.
+
+The agent's read-only tools sit directly on a CodeHost, and a CodeHostError's text is shown to the
+model as the tool's error, so every message says what was wrong and what to ask for instead.
+Path checks live here, once, so the local checkout and GitHub refuse exactly the same paths.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import posixpath
+import re
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from nightwatch.models import CorrelatedPR
+
+READ_LIMIT_BYTES = 200_000  # one read never returns more than this; ask for a line range instead
+SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are skipped by search and refused by read_text
+SEARCH_TEXT_CHARS = 300  # a search hit shows at most this much of its line
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class CodeHostError(Exception):
+    """A code-host request failed; the message is short, names the problem and what to try instead."""
+
+
+class SearchHit(BaseModel):
+    """One matching line. `line` is 1-based; 0 means the host could not tell which line matched."""
+
+    path: str
+    line: int
+    text: str
+
+
+@runtime_checkable
+class CodeHost(Protocol):
+    """Read-only access to one repository's default branch, plus its recently merged pull requests."""
+
+    name: str
+
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None, numbered: bool = False
+    ) -> str: ...
+
+    def read_text(self, path: str) -> str:
+        """The whole current text of a file, never capped or numbered (fix validation needs it exact)."""
+        ...
+
+    def search_code(
+        self, query: str, path_glob: str | None = None, limit: int = 20, regex: bool = False
+    ) -> list[SearchHit]: ...
+
+    def list_directory(self, path: str = "") -> list[str]: ...
+
+    def default_branch(self) -> str: ...
+
+    def recent_merged_prs(self, since: datetime, limit: int = 30) -> list[CorrelatedPR]: ...
+
+    def file_digest(self, path: str) -> str | None: ...
+
+
+def safe_relative_path(path: str, allow_root: bool = False) -> str:
+    """Normalise a repository path or refuse it: no NUL, no absolute path, no `..`, nothing in .git."""
+    if not isinstance(path, str):
+        raise CodeHostError(f"path must be a string, got {type(path).__name__}")
+    if "\x00" in path:
+        raise CodeHostError(f"path contains a NUL byte: {path!r}")
+    raw = path.strip().replace("\\", "/")
+    if raw.startswith(("/", "~")) or _DRIVE.match(raw):
+        raise CodeHostError(f"absolute paths are not allowed: {path} (use a path relative to the repository root)")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise CodeHostError(f"path escapes the repository: {path}")
+    if ".git" in parts:
+        raise CodeHostError(f"the .git directory is not part of the code: {path}")
+    if not parts and not allow_root:
+        raise CodeHostError("empty path: name a file relative to the repository root, e.g. app/models/order.rb")
+    return posixpath.join(*parts) if parts else ""
+
+
+def looks_binary(data: bytes) -> bool:
+    """Git's own heuristic: a NUL byte in the first 8 KB."""
+    return b"\x00" in data[:8192]
+
+
+def decode_text(path: str, data: bytes) -> str:
+    if looks_binary(data):
+        raise CodeHostError(f"binary file, not readable as text: {path}")
+    return data.decode("utf-8", errors="replace")
+
+
+def digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def render_file(
+    path: str, text: str, start_line: int | None, end_line: int | None, numbered: bool, limit: int = READ_LIMIT_BYTES
+) -> str:
+    """Cut a file to the asked line range and the size cap; number lines like `  42| code` if asked."""
+    lines = text.splitlines(keepends=True)
+    first, last = _line_range(path, len(lines), start_line, end_line)
+    chosen = lines[first - 1 : last]
+    body = "".join(f"{n:>5}| {line}" for n, line in enumerate(chosen, first)) if numbered else "".join(chosen)
+    encoded = body.encode("utf-8")
+    if len(encoded) <= limit:
+        return body
+    kept = encoded[:limit].decode("utf-8", errors="ignore")
+    shown = kept.count("\n")
+    return kept + (
+        f"\n… [truncated: {len(encoded):,} bytes is over the {limit:,} byte read cap; showing lines {first}-"
+        f"{first + shown - 1}; read further with start_line={first + shown}]"
+    )
+
+
+def _line_range(path: str, total: int, start_line: int | None, end_line: int | None) -> tuple[int, int]:
+    first = 1 if start_line is None else start_line
+    last = total if end_line is None else min(end_line, total)
+    if first < 1 or (end_line is not None and end_line < first):
+        raise CodeHostError(f"bad line range {start_line}-{end_line} for {path}: lines start at 1 and end >= start")
+    if total and first > total:
+        raise CodeHostError(f"start_line {first} is past the end of {path} ({total} lines)")
+    return first, last
+
+
+def line_matcher(query: str, regex: bool):
+    """A predicate for one line: case-insensitive substring, or a case-insensitive regex if asked."""
+    if not query or not query.strip():
+        raise CodeHostError("empty search query: give a word or identifier to look for")
+    if regex:
+        try:
+            pattern = re.compile(query, re.IGNORECASE)
+        except re.error as exc:
+            raise CodeHostError(f"invalid regular expression {query!r}: {exc}; search a plain string instead") from exc
+        return lambda line: pattern.search(line) is not None
+    needle = query.casefold()
+    return lambda line: needle in line.casefold()
+
+
+def hit_text(line: str) -> str:
+    text = line.strip()
+    return text if len(text) <= SEARCH_TEXT_CHARS else text[:SEARCH_TEXT_CHARS] + " …"
+
+
+def glob_matches(path: str, glob: str | None) -> bool:
+    """`*.rb` matches at any depth, `app/models/*.rb` from the root, a plain `app/models` as a folder."""
+    if not glob:
+        return True
+    pattern = glob.strip().removeprefix("./") or "*"
+    if not any(c in pattern for c in "*?["):
+        folder = pattern.rstrip("/")
+        return path == folder or path.startswith(folder + "/")
+    if "/" not in pattern:
+        return fnmatch.fnmatchcase(posixpath.basename(path), pattern)
+    return fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, pattern.replace("**/", ""))

@@ -1,0 +1,260 @@
+"""A local git checkout as the code host: the offline default and the demo's repository.
+
+Everything the agent asks for is confined to the checkout: `..`, absolute paths, NUL bytes, `.git`
+and symlinks that resolve outside the root are refused with a message the model can act on.
+Merged pull requests come from `git log` on the default branch (GitHub's merge and squash commits).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from datetime import datetime, timezone
+from functools import cached_property
+from pathlib import Path
+from typing import Iterator
+
+from nightwatch.codehosts.base import (
+    SEARCH_MAX_FILE_BYTES,
+    CodeHostError,
+    SearchHit,
+    decode_text,
+    digest_bytes,
+    glob_matches,
+    hit_text,
+    line_matcher,
+    looks_binary,
+    render_file,
+    safe_relative_path,
+)
+from nightwatch.models import CorrelatedPR
+
+READ_HARD_LIMIT_BYTES = 20_000_000  # beyond this a file is not opened at all
+SKIPPED_DIRS = {".git", "node_modules", "__pycache__"}
+_MERGE = re.compile(r"^Merge pull request #(?P<number>\d+) from (?P<branch>\S+)")
+_SQUASH = re.compile(r"^(?P<title>.+?) \(#(?P<number>\d+)\)$")
+_GITHUB_REMOTE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$")
+_FIELD, _RECORD = "\x1f", "\x1e"
+
+
+class GitCommandError(CodeHostError):
+    """git exited non-zero; `returncode` lets callers tell 'not found' from real failures."""
+
+    def __init__(self, message: str, returncode: int) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 30.0) -> str:
+    """Run git with list arguments (never a shell) and a timeout; stdout, or a GitCommandError."""
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+            timeout=timeout, env=full_env, check=False,
+        )
+    except FileNotFoundError as exc:
+        raise CodeHostError("git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CodeHostError(f"git {args[0]} timed out after {timeout:.0f}s in {cwd}") from exc
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["no message"])[0]
+        raise GitCommandError(f"git {args[0]} failed in {cwd}: {detail}", proc.returncode)
+    return proc.stdout
+
+
+class LocalRepoHost:
+    """A git checkout on disk; reads see the working tree, history comes from the default branch."""
+
+    def __init__(self, root: Path, git_timeout: float = 30.0) -> None:
+        self.root = Path(root).expanduser().resolve()
+        if not self.root.is_dir():
+            raise CodeHostError(f"code path is not a directory: {root}")
+        self.name = f"local:{self.root}"
+        self.git_timeout = git_timeout
+
+    # paths --------------------------------------------------------------------------------------
+    def _resolve(self, path: str, allow_root: bool = False) -> tuple[str, Path]:
+        rel = safe_relative_path(path, allow_root=allow_root)
+        real = (self.root / rel).resolve()
+        if real != self.root and not real.is_relative_to(self.root):
+            raise CodeHostError(f"symlink points outside the repository: {path}")
+        if real.is_relative_to(self.root / ".git"):
+            raise CodeHostError(f"symlink points into .git, which is not part of the code: {path}")
+        return rel, real
+
+    def _file_bytes(self, path: str, limit: int) -> tuple[str, bytes]:
+        rel, real = self._resolve(path)
+        if real.is_dir():
+            raise CodeHostError(f"{rel} is a directory; use list_directory")
+        if not real.is_file():
+            raise CodeHostError(f"no such file: {rel} (list_directory or search_code can find the right path)")
+        size = real.stat().st_size
+        if size > limit:
+            raise CodeHostError(f"file too large to read whole: {rel} ({size:,} bytes)")
+        return rel, real.read_bytes()
+
+    # reading ------------------------------------------------------------------------------------
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None, numbered: bool = False
+    ) -> str:
+        rel, data = self._file_bytes(path, READ_HARD_LIMIT_BYTES)
+        return render_file(rel, decode_text(rel, data), start_line, end_line, numbered)
+
+    def read_text(self, path: str) -> str:
+        rel, data = self._file_bytes(path, SEARCH_MAX_FILE_BYTES)
+        return decode_text(rel, data)
+
+    def file_digest(self, path: str) -> str | None:
+        """sha256 of the current bytes; None when the path is not a readable file of this repository."""
+        try:
+            _, real = self._resolve(path)
+        except CodeHostError:
+            return None
+        return digest_bytes(real.read_bytes()) if real.is_file() else None
+
+    def list_directory(self, path: str = "") -> list[str]:
+        """Repository-relative paths of a folder's entries, folders ending with '/'."""
+        rel, real = self._resolve(path, allow_root=True)
+        if real.is_file():
+            raise CodeHostError(f"{rel} is a file; use read_file")
+        if not real.is_dir():
+            raise CodeHostError(f"no such directory: {rel}")
+        entries = []
+        for child in sorted(real.iterdir(), key=lambda p: p.name):
+            child_rel = f"{rel}/{child.name}" if rel else child.name
+            if child.name == ".git" or not self._inside(child):
+                continue
+            entries.append(child_rel + "/" if child.is_dir() else child_rel)
+        return entries
+
+    def _inside(self, path: Path) -> bool:
+        real = path.resolve()
+        return real.is_relative_to(self.root) and not real.is_relative_to(self.root / ".git")
+
+    # search -------------------------------------------------------------------------------------
+    def search_code(
+        self, query: str, path_glob: str | None = None, limit: int = 20, regex: bool = False
+    ) -> list[SearchHit]:
+        """Case-insensitive substring (or regex) over text files; skips .git, binaries and files > 1 MB."""
+        matches = line_matcher(query, regex)
+        hits: list[SearchHit] = []
+        for rel, real in self._walk_files():
+            if not glob_matches(rel, path_glob):
+                continue
+            for number, line in self._text_lines(real):
+                if matches(line):
+                    hits.append(SearchHit(path=rel, line=number, text=hit_text(line)))
+                    if len(hits) >= limit:
+                        return hits
+        return hits
+
+    def _walk_files(self) -> Iterator[tuple[str, Path]]:
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+            for name in sorted(files):
+                full = Path(folder) / name
+                if full.is_symlink() and not self._inside(full):
+                    continue
+                yield full.relative_to(self.root).as_posix(), full
+
+    @staticmethod
+    def _text_lines(real: Path) -> Iterator[tuple[int, str]]:
+        try:
+            if real.stat().st_size > SEARCH_MAX_FILE_BYTES:
+                return
+            data = real.read_bytes()
+        except OSError:
+            return
+        if not looks_binary(data):
+            yield from enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
+
+    # git ----------------------------------------------------------------------------------------
+    def _git(self, *args: str) -> str:
+        return run_git(self.root, *args, timeout=self.git_timeout)
+
+    def default_branch(self) -> str:
+        return self._default_branch
+
+    @cached_property
+    def _default_branch(self) -> str:
+        """origin/HEAD, else the checked-out branch, else init.defaultBranch; never a guess."""
+        try:
+            self._git("rev-parse", "--is-inside-work-tree")
+        except GitCommandError as exc:
+            raise CodeHostError(f"not a git repository: {self.root}") from exc
+        for args in (("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"),
+                     ("symbolic-ref", "--quiet", "--short", "HEAD"),
+                     ("config", "--get", "init.defaultBranch")):
+            try:
+                branch = self._git(*args).strip()
+            except GitCommandError:
+                continue
+            if branch:
+                return branch.removeprefix("origin/")
+        raise CodeHostError(
+            f"cannot tell the default branch of {self.root}: no origin/HEAD, HEAD is detached and "
+            "init.defaultBranch is unset (run `git remote set-head origin --auto`)"
+        )
+
+    def _branch_ref(self, branch: str) -> str:
+        for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"):
+            try:
+                self._git("rev-parse", "--verify", "--quiet", ref)
+                return ref
+            except GitCommandError:
+                continue
+        return "HEAD"
+
+    def recent_merged_prs(self, since: datetime, limit: int = 30) -> list[CorrelatedPR]:
+        """Merge commits ("Merge pull request #N from …") and squash commits ("Title (#N)"), newest first."""
+        since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)
+        fmt = _FIELD.join(["%H", "%P", "%an", "%cI", "%s", "%b"]) + _RECORD
+        out = self._git("log", self._branch_ref(self.default_branch()), "--first-parent",
+                        f"--since={since.isoformat()}", f"--format={fmt}")
+        prs: list[CorrelatedPR] = []
+        for record in out.split(_RECORD):
+            pr = self._pr_from_commit(record.strip("\n").split(_FIELD))
+            if pr and pr.merged_at and pr.merged_at >= since:
+                prs.append(pr)
+                if len(prs) >= limit:
+                    break
+        return prs
+
+    def _pr_from_commit(self, fields: list[str]) -> CorrelatedPR | None:
+        if len(fields) != 6:
+            return None
+        sha, parents, author, date, subject, body = fields
+        parent_list = parents.split()
+        merge, squash = _MERGE.match(subject), _SQUASH.match(subject)
+        if merge and len(parent_list) >= 2:
+            number, title = int(merge["number"]), _first_line(body) or merge["branch"]
+            author = self._git("log", "-1", "--format=%an", parent_list[1]).strip() or author
+        elif squash:
+            number, title = int(squash["number"]), squash["title"]
+        else:
+            return None
+        return CorrelatedPR(number=number, title=title, url=self._pull_url(number), author=author,
+                            merged_at=datetime.fromisoformat(date), files=self._changed_files(sha, parent_list))
+
+    def _changed_files(self, sha: str, parents: list[str]) -> list[str]:
+        base = [parents[0], sha] if parents else ["--root", sha]
+        out = self._git("diff-tree", "-r", "-z", "--no-commit-id", "--name-only", *base)
+        return [name for name in out.split("\x00") if name]
+
+    def _pull_url(self, number: int) -> str:
+        return f"https://github.com/{self._github_slug}/pull/{number}" if self._github_slug else ""
+
+    @cached_property
+    def _github_slug(self) -> str:
+        try:
+            remote = self._git("config", "--get", "remote.origin.url").strip()
+        except GitCommandError:
+            return ""
+        match = _GITHUB_REMOTE.search(remote)
+        return match["slug"] if match else ""
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")

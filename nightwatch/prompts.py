@@ -1,0 +1,87 @@
+"""The text NightWatch sends to a model: the investigation's first message and the triage request.
+
+Production text is fenced as untrusted data. The research context is its own content block with a
+cache breakpoint, so retries and later turns re-read it from the prompt cache.
+"""
+
+from __future__ import annotations
+
+from nightwatch.models import ErrorGroup, PriorAnalysis, TraceData
+from nightwatch.redact import fence
+from nightwatch.research import ResearchContext
+
+
+def error_header(error: ErrorGroup, traces: TraceData) -> str:
+    top = traces.in_app_frames[0].render() if traces.in_app_frames else "none (no application frame in the trace)"
+    lines = [
+        "## Error",
+        f"Error class: {error.error_class}",
+        f"Transaction: {error.transaction}",
+        f"Occurrences: {error.occurrences}" + (f" (last seen {error.last_seen:%Y-%m-%d %H:%M} UTC)" if error.last_seen else ""),
+        f"HTTP status: {error.http_status or 'n/a'}",
+        f"Fingerprint: {error.fingerprint}",
+        f"Top in-app frame: {top}",
+        "Message:",
+        fence("error message", error.message or "(empty)"),
+    ]
+    return "\n".join(lines)
+
+
+def trace_summary(traces: TraceData, frames: int = 12) -> str:
+    shown = traces.stack_frames[:frames]
+    body = "\n".join(f"{'[app] ' if f.in_app else '      '}{f.render()}" for f in shown) or "(no stack frames)"
+    if len(traces.stack_frames) > frames:
+        body += f"\n… {len(traces.stack_frames) - frames} more frames (get_error_traces shows them)"
+    return "## Stack (top first)\n" + fence("stack trace", body)
+
+
+def priors_section(priors: list[PriorAnalysis]) -> str:
+    if not priors:
+        return ""
+    out = [
+        "## Prior knowledge",
+        "NightWatch has analysed similar errors before. Use this as context but verify independently: "
+        "the root cause may differ this time.",
+    ]
+    for i, p in enumerate(priors, 1):
+        out.append(
+            f"### Prior analysis #{i} (match {p.match_score:.0%})\n- Error: `{p.error_class}` in `{p.transaction}`\n"
+            f"- Root cause: {p.root_cause}\n- Confidence: {p.fix_confidence}; had fix: {'yes' if p.has_fix else 'no'}\n"
+            f"- Summary: {p.summary[:500]}"
+        )
+    return "\n".join(out)
+
+
+def research_section(ctx: ResearchContext, cross_error: list[str] | None = None) -> str:
+    out = ["## Research (gathered before this conversation)"]
+    if ctx.likely_files:
+        out.append("Likely files: " + ", ".join(f"`{f}`" for f in ctx.likely_files))
+    for path, preview in ctx.file_previews.items():
+        out.append(f"### Preview of {path}\n```\n{preview}\n```")
+    if ctx.correlated_prs:
+        out.append("### Recently merged PRs touching these files")
+        out.extend(
+            f"- #{pr.number} {pr.title} (by {pr.author or 'unknown'}, merged {pr.merged_at:%Y-%m-%d %H:%M} UTC): {', '.join(pr.overlap)}"
+            for pr in ctx.correlated_prs
+            if pr.merged_at
+        )
+    section = priors_section(ctx.prior_analyses)
+    if section:
+        out.append(section)
+    if cross_error:
+        out.append("## Errors already analysed in this run\n" + "\n".join(f"- {c}" for c in cross_error))
+    return "\n\n".join(out)
+
+
+def investigation_message(
+    error: ErrorGroup, traces: TraceData, ctx: ResearchContext, cross_error: list[str] | None = None, cache_ttl: str = "5m"
+) -> list[dict]:
+    task = (
+        "Investigate this production error in the repository and submit your analysis with "
+        "submit_analysis. Start from the top in-app frame."
+    )
+    return [
+        {"type": "text", "text": f"{error_header(error, traces)}\n\n{trace_summary(traces)}"},
+        {"type": "text", "text": research_section(ctx, cross_error), "cache_control": {"type": "ephemeral", "ttl": cache_ttl}},
+        {"type": "text", "text": task},
+    ]

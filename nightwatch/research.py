@@ -1,0 +1,124 @@
+"""Step 3.5, research: what the agent would otherwise spend its first iterations discovering.
+
+Likely files come from the transaction name (Rails and Python conventions) and the in-app stack
+frames; previews of the top files are fetched within a token cap; prior analyses and correlated PRs
+are attached. All of it goes into the first message, once, where it can be cached.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from pydantic import Field
+
+from nightwatch.codehosts.base import CodeHost, CodeHostError
+from nightwatch.models import CorrelatedPR, ErrorGroup, Model, PriorAnalysis, TraceData
+from nightwatch.tokens import estimate_text
+
+PREVIEW_LINES = 100
+
+
+class ResearchContext(Model):
+    fingerprint: str
+    likely_files: list[str] = Field(default_factory=list)
+    file_previews: dict[str, str] = Field(default_factory=dict)
+    file_digests: dict[str, str] = Field(default_factory=dict)
+    prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
+    correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).replace("::", "/").lower()
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ses", "xes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def files_from_transaction(transaction: str) -> list[str]:
+    """`Controller/orders/show` -> orders controller + Order model; `.../SidekiqJob/ImportJob/perform` -> the job."""
+    parts = [p for p in transaction.split("/") if p]
+    if len(parts) >= 3 and parts[0] == "Controller":
+        path = "/".join(parts[1:-1])
+        resource = _singular(path.split("/")[-1])
+        return [f"app/controllers/{path}_controller.rb", f"app/models/{resource}.rb", f"app/views/{path}/{parts[-1]}.html.erb"]
+    job = next((p for p in parts if p.endswith(("Job", "Worker", "Task"))), None)
+    if job:
+        stem = _snake(job)
+        return [f"app/jobs/{stem}.rb", f"app/workers/{stem}.rb", f"{stem}.py", f"tasks/{stem}.py"]
+    if parts and parts[0] in ("WebTransaction", "Function") and len(parts) >= 2:
+        dotted = parts[-1].split(":")[0]
+        return [dotted.replace(".", "/") + ".py"]
+    return []
+
+
+def files_from_traces(traces: TraceData, limit: int = 5) -> list[str]:
+    seen: list[str] = []
+    for frame in traces.in_app_frames:
+        path = frame.file.lstrip("./")
+        if path not in seen:
+            seen.append(path)
+        if len(seen) >= limit:
+            break
+    return seen
+
+
+def research_error(
+    error: ErrorGroup,
+    traces: TraceData,
+    host: CodeHost,
+    prior: list[PriorAnalysis],
+    recent_prs: list[CorrelatedPR],
+    token_cap: int = 6_000,
+    max_files: int = 5,
+) -> ResearchContext:
+    ctx = ResearchContext(fingerprint=error.fingerprint, prior_analyses=prior)
+    candidates = files_from_traces(traces) + [f for f in files_from_transaction(error.transaction)]
+    spent = 0
+    for path in dict.fromkeys(candidates):
+        digest = host.file_digest(path)
+        if digest is None:
+            continue
+        ctx.likely_files.append(path)
+        ctx.file_digests[path] = digest
+        if len(ctx.file_previews) < max_files and spent < token_cap:
+            preview = _preview(host, path, traces)
+            cost = estimate_text(preview)
+            if spent + cost <= token_cap:
+                ctx.file_previews[path] = preview
+                spent += cost
+            else:
+                ctx.notes.append(f"preview of {path} left out: token cap {token_cap} reached")
+    ctx.correlated_prs = correlate(ctx.likely_files, recent_prs)
+    return ctx
+
+
+def _preview(host: CodeHost, path: str, traces: TraceData) -> str:
+    """The lines around the frame that points into this file, else the head of the file."""
+    line = next((f.line for f in traces.in_app_frames if f.file.lstrip("./") == path and f.line), None)
+    start = max(1, (line or 1) - PREVIEW_LINES // 2) if line else 1
+    try:
+        return host.read_file(path, start_line=start, end_line=start + PREVIEW_LINES - 1, numbered=True)
+    except CodeHostError as exc:
+        return f"(could not read: {exc})"
+
+
+def correlate(files: list[str], prs: list[CorrelatedPR]) -> list[CorrelatedPR]:
+    """Recently merged PRs that touched any of the error's files, newest first."""
+    wanted = set(files)
+    out = []
+    for pr in prs:
+        overlap = sorted(wanted.intersection(pr.files))
+        if overlap:
+            out.append(pr.model_copy(update={"overlap": overlap}))
+    return sorted(out, key=lambda p: p.merged_at or datetime.min, reverse=True)[:5]
+
+
+def pr_lookback(window_end: datetime, days: int = 14) -> datetime:
+    return window_end - timedelta(days=days)

@@ -1,0 +1,187 @@
+"""Step 1, connect: resolve settings into clients and say which sources are live or offline defaults.
+
+Partially configured live credentials are an error naming what is missing, never a silent fallback
+to demo data. Nothing here logs or returns a secret.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from nightwatch.models import SourceStatus
+from nightwatch.settings import DEMO_DIR, Settings
+
+DEMO_EXPORT = DEMO_DIR / "nerdgraph_export.json"
+DEMO_IGNORE = DEMO_DIR / "ignore.yml"
+DEMO_APP = DEMO_DIR / "app"
+DEMO_HISTORY = DEMO_DIR / "history.yml"
+
+
+class ConfigurationError(Exception):
+    """Settings that cannot work as given; the message lists every problem."""
+
+
+def _set(value: Any) -> bool:
+    if value is None:
+        return False
+    if hasattr(value, "get_secret_value"):
+        return bool(value.get_secret_value())
+    return bool(str(value).strip())
+
+
+def source_statuses(s: Settings) -> list[SourceStatus]:
+    """Each external source: live, offline default, or misconfigured (and why)."""
+    out = []
+    nr = {"API key": s.newrelic_api_key, "account id": s.newrelic_account_id, "app name": s.newrelic_app_name}
+    out.append(_status("newrelic", nr, f"NerdGraph {s.nerdgraph_url} ({s.newrelic_region})",
+                       f"errors from {s.errors_file}" if s.errors_file else "demo data: bundled NerdGraph export"))
+    out.append(SourceStatus(name="anthropic", state="live" if s.live_model else "offline",
+                            detail=f"Claude {s.model} (triage {s.triage_model})" + (f" via {s.anthropic_base_url}" if s.anthropic_base_url else "")
+                            if s.live_model else "offline model: deterministic, rule-based, no tokens billed"))
+    gh = {"token": s.github_token, "repository": s.github_repo}
+    local = f"local checkout {s.code_path}" if s.code_path else "demo data: bundled demo application"
+    out.append(_status("github", gh, f"{s.github_repo} on {s.github_base_url}", f"{local}; issues and PRs written as files"))
+    out.append(_status("slack", {"bot token": s.slack_bot_token, "channel": s.slack_channel},
+                       f"channel {s.slack_channel} via {s.slack_base_url}", "report written as Block Kit JSON + Markdown files"))
+    if s.errors_file and not Path(s.errors_file).is_file():
+        out[0] = SourceStatus(name="newrelic", state="misconfigured", detail=f"errors file {s.errors_file} does not exist")
+    if s.code_path and not Path(s.code_path).is_dir():
+        out[2] = SourceStatus(name="github", state="misconfigured", detail=f"code path {s.code_path} is not a directory")
+    return out
+
+
+def _status(name: str, fields: dict[str, Any], live_detail: str, offline_detail: str) -> SourceStatus:
+    present = [k for k, v in fields.items() if _set(v)]
+    if len(present) == len(fields):
+        return SourceStatus(name=name, state="live", detail=live_detail)
+    if present:
+        missing = [k for k in fields if k not in present]
+        return SourceStatus(name=name, state="misconfigured", detail=f"{', '.join(present)} set but {', '.join(missing)} missing")
+    return SourceStatus(name=name, state="offline", detail=offline_detail)
+
+
+def require_consistent(statuses: list[SourceStatus]) -> None:
+    bad = [f"{st.name}: {st.detail}" for st in statuses if st.state == "misconfigured"]
+    if bad:
+        raise ConfigurationError("configuration is incomplete (set all of a service's settings, or none):\n  " + "\n  ".join(bad))
+
+
+@dataclass
+class Runtime:
+    """The clients of one run, built once per process from settings."""
+
+    settings: Settings
+    statuses: list[SourceStatus]
+    source: Any
+    host: Any
+    model_client: Any
+    issues: Any
+    pulls: Any
+    notifier_factory: Any
+
+    def state(self, name: str) -> str:
+        return next(s.state for s in self.statuses if s.name == name)
+
+    @property
+    def demo_data(self) -> bool:
+        return bool(getattr(self.source, "demo", False)) or (self.state("github") == "offline" and not self.settings.code_path)
+
+
+def build_runtime(settings: Settings, anchor: datetime) -> Runtime:
+    statuses = source_statuses(settings)
+    require_consistent(statuses)
+    home = settings.resolved_home()
+    by_name = {s.name: s.state for s in statuses}
+    from nightwatch.agent.client import build_model_client
+
+    return Runtime(
+        settings=settings,
+        statuses=statuses,
+        source=_error_source(settings, by_name["newrelic"], anchor),
+        host=_code_host(settings, by_name["github"], home, anchor),
+        model_client=build_model_client(settings),
+        issues=_issue_tracker(settings, by_name["github"], home),
+        pulls=_pr_publisher(settings, by_name["github"], home),
+        notifier_factory=lambda report_dir: _notifier(settings, by_name["slack"], home, report_dir),
+    )
+
+
+def _error_source(s: Settings, state: str, anchor: datetime) -> Any:
+    if state == "live":
+        from nightwatch.sources.nerdgraph import NerdGraphClient, NerdGraphSource
+
+        assert s.newrelic_api_key is not None and s.newrelic_account_id is not None and s.newrelic_app_name
+        client = NerdGraphClient(s.newrelic_api_key, s.newrelic_account_id, s.nerdgraph_url, timeout_s=s.newrelic_timeout_s)
+        return NerdGraphSource(client, s.newrelic_app_name)
+    from nightwatch.sources.export_file import ExportFileSource
+
+    if s.errors_file:
+        return ExportFileSource(Path(s.errors_file))
+    return ExportFileSource(DEMO_EXPORT, rebase_to=anchor, demo=True)
+
+
+def _code_host(s: Settings, state: str, home: Path, anchor: datetime) -> Any:
+    if state == "live":
+        from nightwatch.codehosts.github import GitHubHost
+
+        assert s.github_token is not None and s.github_repo
+        return GitHubHost(s.github_repo, s.github_token, base_url=s.github_base_url)
+    from nightwatch.codehosts.local import LocalRepoHost
+
+    if s.code_path:
+        return LocalRepoHost(Path(s.code_path))
+    from nightwatch.codehosts.demo_repo import materialize_demo_repo
+
+    with _DEMO_LOCK:
+        repo = materialize_demo_repo(DEMO_APP, DEMO_HISTORY, home / "demo-repo", anchor)
+    return LocalRepoHost(repo)
+
+
+_DEMO_LOCK = threading.Lock()
+
+
+def _issue_tracker(s: Settings, state: str, home: Path) -> Any:
+    if state == "live":
+        from nightwatch.publishers.issues import GitHubIssueTracker
+
+        return GitHubIssueTracker(s.github_repo, s.github_token, base_url=s.github_base_url)
+    from nightwatch.publishers.issues import FileIssueTracker
+
+    return FileIssueTracker(home / "tracker")
+
+
+def _pr_publisher(s: Settings, state: str, home: Path) -> Any:
+    if state == "live":
+        from nightwatch.publishers.pull_requests import GitHubPRPublisher
+
+        return GitHubPRPublisher(s.github_repo, s.github_token, base_url=s.github_base_url)
+    from nightwatch.publishers.pull_requests import FilePRPublisher
+
+    return FilePRPublisher(home / "tracker")
+
+
+def _notifier(s: Settings, state: str, home: Path, report_dir: Path) -> Any:
+    if state == "live":
+        from nightwatch.publishers.slack import SlackNotifier
+
+        return SlackNotifier(s.slack_bot_token, s.slack_channel, base_url=s.slack_base_url, ledger_dir=home / "ledger" / "slack")
+    from nightwatch.publishers.slack import FileNotifier
+
+    return FileNotifier(report_dir)
+
+
+_RUNTIMES: dict[tuple, Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def runtime_for(settings: Settings, anchor: datetime) -> Runtime:
+    """One Runtime per (settings, anchor) per process: tasks share clients and the code cache."""
+    key = (settings.model_dump_json(), anchor.isoformat())
+    with _RUNTIMES_LOCK:
+        if key not in _RUNTIMES:
+            _RUNTIMES[key] = build_runtime(settings, anchor)
+        return _RUNTIMES[key]

@@ -1,0 +1,44 @@
+"""What every error source provides, and the one exception a source raises.
+
+A source is anything that yields production errors for a window: New Relic over NerdGraph, or a
+NerdGraph export file (the bundled demo is one). The flow talks to the `ErrorSource` protocol only,
+so the live API, an export file and a test fake are interchangeable.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nightwatch.models import ErrorGroup, TraceData, Window
+
+
+class SourceError(Exception):
+    """A source could not deliver: the message says what failed and what the user can do about it."""
+
+
+class ErrorBatch(BaseModel):
+    """The errors of one window, with the warnings met on the way (skipped rows, partial results)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    errors: list[ErrorGroup] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    rows_seen: int = 0
+
+
+@runtime_checkable
+class ErrorSource(Protocol):
+    """A provider of production errors and their traces."""
+
+    name: str
+    demo: bool
+
+    def fetch_errors(self, window: Window, limit: int = 200) -> ErrorBatch:
+        """Error groups seen in the window, at most `limit` raw facets."""
+        ...
+
+    def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
+        """Recent occurrences and a stack trace of one error group, redacted and size-capped."""
+        ...
