@@ -1,0 +1,12 @@
+"""Prefect Blocks: NightWatch's credentials and settings, editable in the Prefect UI."""
+
+from blocks.settings_block import (
+    AnthropicCredentials,
+    GitHubCredentials,
+    NewRelicCredentials,
+    NightWatchConfig,
+    SlackCredentials,
+    resolve_settings,
+)
+
+__all__ = ["AnthropicCredentials", "GitHubCredentials", "NewRelicCredentials", "NightWatchConfig", "SlackCredentials", "resolve_settings"]

@@ -1,0 +1,52 @@
+"""NightWatch's memory: knowledge documents, their index and search, Parquet metrics, DuckDB views.
+
+- documents: one Markdown + YAML document per error fingerprint (and per detected pattern)
+- index / search: `index.yml` summarises every document; search scores it before opening any
+- schema / metrics: versioned Parquet tables (runs, errors, analyses, model_calls, tool_calls,
+  knowledge_index), written atomically and idempotently per run
+- duck: `nightwatch.duckdb`, views over the Parquet for analysts (see SCHEMA.md for the columns)
+
+Every file is written through `atomic`: readers never see a partial file.
+"""
+
+from knowledge_store.atomic import atomic_write_bytes, atomic_write_text
+from knowledge_store.documents import (
+    KnowledgeDocError,
+    find_error_doc,
+    read_doc,
+    update_doc_metadata,
+    write_error_doc,
+    write_pattern_doc,
+)
+from knowledge_store.duck import ANALYST_QUERIES, ViewsLockedError, connect_readonly, refresh_views
+from knowledge_store.index import KnowledgeIndexError, load_index, rebuild_index
+from knowledge_store.metrics import MetricsStore, MetricsWriteError
+from knowledge_store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES, render_schema_doc, schema_for
+from knowledge_store.search import extract_tags, search_prior_knowledge
+
+__all__ = [
+    "ANALYST_QUERIES",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "KnowledgeDocError",
+    "KnowledgeIndexError",
+    "MetricsStore",
+    "MetricsWriteError",
+    "ViewsLockedError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "connect_readonly",
+    "extract_tags",
+    "find_error_doc",
+    "load_index",
+    "read_doc",
+    "rebuild_index",
+    "refresh_views",
+    "render_schema_doc",
+    "schema_for",
+    "search_prior_knowledge",
+    "update_doc_metadata",
+    "write_error_doc",
+    "write_pattern_doc",
+]

@@ -35,6 +35,8 @@ from nightwatch.redact import clean
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 MESSAGE_LIMIT = 2_000
+# Tables kept as one current snapshot rather than partitioned by run.
+SNAPSHOT_TABLES = frozenset({"knowledge_index"})
 RunDate = date | datetime | str
 
 

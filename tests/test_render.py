@@ -115,7 +115,8 @@ def test_demo_and_offline_labels_absent_when_unset() -> None:
 # the terminal summary ------------------------------------------------------------------------
 def test_summary_counts_sources_and_steps() -> None:
     text = text_summary(make_report())
-    assert "12 found · 3 ignored · 8 selected · 3 analysed (1 from cache, 1 from the knowledge base)" in text
+    assert "12 found · 3 ignored · 8 selected · 3 analysed\n" in text
+    assert "1 from cache, 1 from the knowledge base" in text
     assert "offline default" in text and "misconfigured" in text and "GITHUB_REPOSITORY missing" in text
     assert "propose_fix" in text and "failed" in text and "patch did not apply" in text
     assert "run-20250314-0600" in text and "2025-03-13 06:00 UTC to 2025-03-14 06:00 UTC (24h)" in text
@@ -123,10 +124,12 @@ def test_summary_counts_sources_and_steps() -> None:
 
 def test_summary_error_table_has_one_row_per_result() -> None:
     report = make_report(results=[make_result(i) for i in range(1, 6)])
-    rows = [line for line in text_summary(report).splitlines() if "ActiveRecord::Reco" in line]
+    text = text_summary(report)
+    rows = [line for line in text.splitlines() if "RecordNotFound" in line]
     assert len(rows) == 5
     assert rows[0].split()[0] == "1" and "deep" in rows[0] and "high" in rows[0]
     assert "13,200" in rows[0] and "$0.0421" in rows[0] and "99" in rows[0]
+    assert "Controller/orders/show1" in text.splitlines()[text.splitlines().index(rows[0]) + 1]
 
 
 def test_summary_stays_within_80_columns_even_with_long_text() -> None:

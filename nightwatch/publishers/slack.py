@@ -9,8 +9,8 @@ in the report's thread. Offline, `FileNotifier` writes the same payloads to file
 from __future__ import annotations
 
 import json
-import logging
 import os
+import random
 import re
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, SecretStr
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
-from slack_sdk.http_retry import BackoffRetryIntervalCalculator, RetryHandler
+from slack_sdk.http_retry import BackoffRetryIntervalCalculator, Jitter, RetryHandler
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
@@ -128,7 +128,6 @@ class SlackNotifier:
             base_url=base_url,
             timeout=timeout_s,
             retry_handlers=_retry_handlers(retries, backoff_s),
-            logger=_quiet_logger(),
         )
 
     def check(self) -> str:
@@ -183,14 +182,21 @@ class SlackNotifier:
         try:
             response = getattr(self._client, method)(**kwargs)
         except SlackApiError as exc:
-            raise NotifyError(api_name, _error_code(exc), f"channel {kwargs.get('channel', '-')}") from None
+            raise NotifyError(api_name, _error_code(exc), _where(exc, kwargs)) from None
         except (SlackClientError, OSError) as exc:
             raise NotifyError(api_name, "connection_failed", f"{self.base_url}: {type(exc).__name__}") from None
         return dict(response.data) if isinstance(response.data, dict) else {}
 
 
+class ProportionalJitter(Jitter):
+    """Up to +50% of the wait; slack_sdk's default adds up to a whole second whatever the backoff."""
+
+    def recalculate(self, duration: float) -> float:
+        return duration * (1 + random.random() / 2)
+
+
 def _retry_handlers(retries: int, backoff_s: float) -> list[RetryHandler]:
-    interval = BackoffRetryIntervalCalculator(backoff_factor=backoff_s)
+    interval = BackoffRetryIntervalCalculator(backoff_factor=backoff_s, jitter=ProportionalJitter())
     return [
         RateLimitErrorRetryHandler(max_retry_count=retries),
         ServerErrorRetryHandler(max_retry_count=retries, interval_calculator=interval),
@@ -198,11 +204,9 @@ def _retry_handlers(retries: int, backoff_s: float) -> list[RetryHandler]:
     ]
 
 
-def _quiet_logger() -> logging.Logger:
-    """slack_sdk logs request headers (the bearer token) at DEBUG: this logger never emits DEBUG."""
-    logger = logging.getLogger("nightwatch.publishers.slack.sdk")
-    logger.setLevel(logging.INFO)
-    return logger
+def _where(exc: SlackApiError, kwargs: dict[str, Any]) -> str:
+    status = exc.response.status_code
+    return f"channel {kwargs.get('channel', '-')}" + (f", HTTP {status}" if status != 200 else "")
 
 
 def _error_code(exc: SlackApiError) -> str:

@@ -15,6 +15,7 @@ from nightwatch.render.summary import (
     DEMO_LABEL,
     DRY_RUN_LABEL,
     OFFLINE_LABEL,
+    STATE_LABELS,
     TOP_ADVICE,
     TOP_FINDINGS,
     analysed,
@@ -108,7 +109,7 @@ def report_blocks(report: RunReport) -> list[Block]:
     """The nightly report: header, labels, counts, top findings, patterns, ignore suggestions, totals."""
     blocks = [header(_headline(report)), context(*_labels(report)), section(f"*Errors:* {counts_text(report)}")]
     if report.sources:
-        blocks.append(context(*(f"{escape(s.name)}: *{s.state}*" for s in report.sources)))
+        blocks.append(context(*(f"{escape(s.name)}: *{STATE_LABELS[s.state]}*" for s in report.sources)))
     blocks += _findings(report) + _patterns(report) + _ignore_suggestions(report) + _warnings(report)
     blocks += [divider(), _footer(report)]
     return cap_blocks(blocks)

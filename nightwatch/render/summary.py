@@ -76,13 +76,21 @@ def analysed(report: RunReport) -> list[ErrorAnalysisResult]:
     return [r for r in report.results if r.source != "skipped"]
 
 
-def counts_text(report: RunReport) -> str:
-    cache, knowledge = report.count_source("cache"), report.count_source("knowledge")
+def funnel_text(report: RunReport) -> str:
+    """How the night narrowed production down: found, ignored, selected, analysed."""
     return (
         f"{report.errors_found:,} found · {report.errors_ignored:,} ignored · "
-        f"{report.errors_selected:,} selected · {len(analysed(report)):,} analysed "
-        f"({cache:,} from cache, {knowledge:,} from the knowledge base)"
+        f"{report.errors_selected:,} selected · {len(analysed(report)):,} analysed"
     )
+
+
+def reuse_text(report: RunReport) -> str:
+    """How many answers cost no investigation: from the analysis cache or the knowledge base."""
+    return f"{report.count_source('cache'):,} from cache, {report.count_source('knowledge'):,} from the knowledge base"
+
+
+def counts_text(report: RunReport) -> str:
+    return f"{funnel_text(report)} ({reuse_text(report)})"
 
 
 def route_of(result: ErrorAnalysisResult) -> str:
@@ -214,17 +222,17 @@ _ROW = "{:>3} {:<30} {:>6} {:<9} {:<6} {:>3} {:>8} {:>8}"
 
 
 def _errors_table(report: RunReport) -> list[str]:
-    lines = [f"Errors: {counts_text(report)}"]
+    lines = [f"Errors  {funnel_text(report)}", f"        {reuse_text(report)}"]
     if not report.results:
         return lines
     lines += ["", _ROW.format("#", "error", "occ", "route", "conf", "it", "tokens", "cost"), "-" * WIDTH]
     for rank, r in enumerate(report.results, 1):
-        label = one_line(f"{r.error.error_class} {r.error.transaction}", 30)
         occurrences = shorten(f"{r.error.occurrences:,}", 6)
         lines.append(
-            _ROW.format(rank, label, occurrences, route_of(r), confidence_of(r), r.iterations,
-                        f"{r.tokens.total:,}", money(r.cost_usd))
+            _ROW.format(rank, one_line(r.error.error_class, 30), occurrences, route_of(r), confidence_of(r),
+                        r.iterations, f"{r.tokens.total:,}", money(r.cost_usd))
         )
+        lines.append(f"    in {one_line(r.error.transaction, WIDTH - 7)}")
     return lines
 
 
@@ -261,7 +269,7 @@ def _advice(report: RunReport) -> list[str]:
         lines.append("Patterns")
         for p in report.patterns[:TOP_ADVICE]:
             text = f"{one_line(p.title, 80)} ({p.occurrences:,} occurrences): {one_line(p.description, 240)}"
-            lines += _bullets([text + (f" Suggestion: {one_line(p.suggestion, 200)}" if p.suggestion else "")])
+            lines += _bullets([text + (f" (suggestion: {one_line(p.suggestion, 200)})" if p.suggestion else "")])
     if report.ignore_suggestions:
         lines += ([""] if lines else []) + ["Ignore suggestions"]
         items = [f"'{one_line(s.pattern, 60)}' ({s.match}): {one_line(s.reason, 200)}" for s in report.ignore_suggestions]

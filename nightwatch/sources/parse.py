@@ -292,15 +292,17 @@ def clean_attributes(row: dict) -> dict[str, Any]:
 
 
 def _clean_value(name: str, value: Any) -> Any:
-    if value is None or isinstance(value, bool) or isinstance(value, int):
-        return REDACTED if value is not None and _SECRET_KEY.search(name) else value
+    if value is None:
+        return None
     if _SECRET_KEY.search(name):
         return REDACTED
     if name == "timestamp":
         try:
             return parse_timestamp(value).isoformat()  # type: ignore[union-attr]
-        except (ValueError, OverflowError, OSError):
+        except (AttributeError, ValueError, OverflowError, OSError):
             pass
+    if isinstance(value, (bool, int)):
+        return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     text = value if isinstance(value, (str, bytes)) else json.dumps(value, default=str)

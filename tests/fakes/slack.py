@@ -60,7 +60,8 @@ class FakeSlack:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.stop()
+        # shutdown() waits out the server's 0.5 s poll; do it off the test's clock
+        threading.Thread(target=self.server.stop, daemon=True).start()
 
     def rate_limit_next(self, method: str, retry_after: int = 1, times: int = 1) -> None:
         reply = Reply(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)})

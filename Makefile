@@ -1,0 +1,38 @@
+# NightWatch. `make run` and `make test` set everything up from nothing (uv + the locked environment).
+SHELL := /bin/bash
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+VENV := .venv
+UV := $(VENV)/.uv/bin/uv
+export NIGHTWATCH_HOME ?= $(CURDIR)/.nightwatch
+export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+UI_PORT ?= 4200
+
+.PHONY: setup run test ui deploy benchmark lint clean
+
+$(UV):
+	$(PYTHON) -m venv $(VENV)/.uv
+	$(VENV)/.uv/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+$(VENV)/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --frozen --quiet
+	@touch $@
+
+setup: $(VENV)/.synced ## create the locked environment
+
+run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services
+	$(VENV)/bin/nightwatch run $(ARGS)
+
+test: setup ## run the test suite
+	bash scripts/run-tests.sh
+
+ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
+	bash scripts/serve-ui.sh $(UI_PORT)
+
+benchmark: setup ## the demo night, cold and warm
+	$(VENV)/bin/python benchmarks/run_demo.py
+
+clean: ## remove the environment and everything runs wrote
+	rm -rf $(VENV) .nightwatch

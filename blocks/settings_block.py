@@ -1,0 +1,86 @@
+"""Blocks mirror `nightwatch.settings.Settings`; they are read only here, at the Prefect edge.
+
+A platform team saves one `NightWatchConfig` block per application (with its credential blocks)
+and names it in the deployment's `settings_block` parameter. Values set in the block override the
+environment; flow parameters override both.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from prefect.blocks.core import Block
+from pydantic import Field, SecretStr
+
+from nightwatch.settings import Settings
+
+
+class AnthropicCredentials(Block):
+    _block_type_name = "NightWatch Anthropic"
+    api_key: SecretStr
+    base_url: str | None = Field(default=None, description="Leave empty for the public API.")
+    model: str = "claude-sonnet-4-6"
+    triage_model: str = "claude-haiku-4-5"
+
+
+class NewRelicCredentials(Block):
+    _block_type_name = "NightWatch New Relic"
+    api_key: SecretStr
+    account_id: int
+    app_name: str
+    region: Literal["US", "EU"] = "US"
+    endpoint: str | None = Field(default=None, description="Overrides the region's NerdGraph URL.")
+
+
+class GitHubCredentials(Block):
+    _block_type_name = "NightWatch GitHub"
+    token: SecretStr
+    repo: str = Field(description="owner/name")
+    base_url: str = Field(default="https://api.github.com", description="GitHub Enterprise: https://HOST/api/v3")
+
+
+class SlackCredentials(Block):
+    _block_type_name = "NightWatch Slack"
+    bot_token: SecretStr
+    channel: str
+    base_url: str = "https://slack.com/api/"
+
+
+class NightWatchConfig(Block):
+    _block_type_name = "NightWatch Config"
+    anthropic: AnthropicCredentials | None = None
+    newrelic: NewRelicCredentials | None = None
+    github: GitHubCredentials | None = None
+    slack: SlackCredentials | None = None
+    home: str | None = None
+    max_errors: int | None = None
+    max_issues: int | None = None
+    open_issue_limit: int | None = None
+    token_budget_per_error: int | None = None
+    token_budget_per_run: int | None = None
+
+    def settings_values(self) -> dict[str, Any]:
+        values: dict[str, Any] = {k: getattr(self, k) for k in
+                                  ("home", "max_errors", "max_issues", "open_issue_limit", "token_budget_per_error", "token_budget_per_run")}
+        if self.anthropic:
+            values |= {"anthropic_api_key": self.anthropic.api_key, "anthropic_base_url": self.anthropic.base_url,
+                       "model": self.anthropic.model, "triage_model": self.anthropic.triage_model}
+        if self.newrelic:
+            values |= {"newrelic_api_key": self.newrelic.api_key, "newrelic_account_id": self.newrelic.account_id,
+                       "newrelic_app_name": self.newrelic.app_name, "newrelic_region": self.newrelic.region,
+                       "newrelic_endpoint": self.newrelic.endpoint}
+        if self.github:
+            values |= {"github_token": self.github.token, "github_repo": self.github.repo, "github_base_url": self.github.base_url}
+        if self.slack:
+            values |= {"slack_bot_token": self.slack.bot_token, "slack_channel": self.slack.channel, "slack_base_url": self.slack.base_url}
+        return {k: v for k, v in values.items() if v is not None}
+
+
+def resolve_settings(block_name: str | None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Environment, then the named block, then explicit overrides."""
+    base = Settings()
+    values = base.model_dump()
+    if block_name:
+        values |= NightWatchConfig.load(block_name).settings_values()
+    values |= {k: v for k, v in (overrides or {}).items() if v is not None}
+    return Settings(**values)

@@ -1,0 +1,97 @@
+"""The nightly flow: steps 0-13 of ARCHITECTURE.md, in order, each a task named as the step.
+
+A step that fails after errors were fetched is recorded in the report and the night goes on: what
+was already collected is still reported, filed and remembered.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger
+from prefect.context import get_run_context
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.investigate import investigate_flow
+from flows.triage import triage_flow
+from nightwatch.models import ErrorAnalysisResult, RunReport, StepOutcome
+from nightwatch.report import run_totals
+from tasks import steps_fetch as fetch
+from tasks import steps_learn as learn
+from tasks import steps_publish as publish
+from tasks.analysis_results import combine_results
+from tasks.context import RunContext, new_context, report_dir, runtime
+from tasks.run_start import StepFailed, resolve_run_settings, run_step
+
+
+@flow(name="nightwatch", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)
+def nightwatch_flow(
+    since_hours: float = 24.0,
+    max_errors: int | None = None,
+    max_issues: int | None = None,
+    dry_run: bool = False,
+    mode: Literal["batch", "interactive"] = "interactive",
+    agent: str | None = None,
+    until: datetime | None = None,
+    settings_block: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> RunReport:
+    settings = resolve_run_settings(settings_block, overrides, max_errors=max_errors, max_issues=max_issues, agent=agent)
+    run = get_run_context().flow_run
+    anchor = until or (run.expected_start_time if run and run.expected_start_time else datetime.now(timezone.utc))
+    ctx = new_context(settings, str(run.id if run else "local"), anchor, since_hours=since_hours, mode=mode, dry_run=dry_run,
+                      agent=settings.agent, max_errors=settings.max_errors, max_issues=settings.max_issues,
+                      overrides=overrides or {}, settings_block=settings_block)
+    report = RunReport(run_id=ctx.run_id, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode, dry_run=dry_run,
+                       agent=ctx.agent, model=settings.model, reports_dir=str(report_dir(ctx)))
+    get_run_logger().info("NightWatch %s over %s", ctx.run_id, ctx.window.key)
+
+    index = run_step(report, "0", "load_knowledge", fetch.load_knowledge, ctx)
+    report.sources = run_step(report, "1", "connect", fetch.connect, ctx)
+    rt = runtime(ctx)
+    report.demo_data, report.offline_model = rt.demo_data, rt.model_client.offline
+    selection = run_step(report, "2", "fetch_errors", fetch.fetch_errors, ctx)
+    report.errors_found, report.errors_ignored, report.errors_selected = len(selection.found), len(selection.ignored), len(selection.selected)
+    report.warnings += selection.warnings
+    errors = selection.selected
+    traces = run_step(report, "3", "fetch_traces", lambda c: [f.result() for f in [fetch.fetch_traces.submit(c, e) for e in errors]], ctx)
+    prs = run_step(report, "3.5", "recent_prs", fetch.recent_prs, ctx, critical=False) or []
+    research = run_step(report, "3.5", "research",
+                        lambda c: [f.result() for f in [fetch.research.submit(c, e, t, index, prs) for e, t in zip(errors, traces)]], ctx)
+
+    report.results = analyze(ctx, report, errors, traces, research)
+    report.totals = run_totals(ctx.run_id, report.results)
+    run_step(report, "5", "build_report", lambda c: f"{len(report.results)} results", ctx)
+    run_step(report, "6", "notify", publish.notify, ctx, report, critical=False)
+
+    chosen = run_step(report, "7", "select_for_issues", publish.select_for_issues, ctx, report.results, critical=False) or []
+    chosen = run_step(report, "8", "correlate_prs", publish.correlate_prs, ctx, chosen, prs, critical=False) or chosen
+    report.issues = run_step(report, "9", "file_issues", publish.file_issues, ctx, chosen, report.demo_data, critical=False) or []
+    report.pr = run_step(report, "10", "propose_fix", publish.propose_fix, ctx, chosen, report.issues, critical=False)
+    run_step(report, "11", "follow_up", publish.follow_up, ctx, report, critical=False)
+
+    digests = {r.fingerprint: r.file_digests for r in research}
+    run_step(report, "12", "compound", learn.compound, ctx, report, selection, digests, critical=False)
+    found = run_step(report, "13", "detect_patterns", learn.detect_patterns, ctx, report, fetch.ignore_file_of(ctx), critical=False)
+    if found:
+        report.patterns, report.ignore_suggestions = found
+    report.finished_at = datetime.now(timezone.utc)
+    run_step(report, "-", "record_run", learn.record_run, ctx, report, critical=False)
+    return report
+
+
+def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> list[ErrorAnalysisResult]:
+    """Step 4: the triage subflow, then the investigate subflow for the errors triage routes deep."""
+    try:
+        triaged = triage_flow(ctx, errors, traces, research)
+        deep = [i for i, t in enumerate(triaged) if t.verdict.route == "deep"]
+        investigated = investigate_flow(ctx, [errors[i] for i in deep], [traces[i] for i in deep], [research[i] for i in deep],
+                                        [triaged[i].verdict for i in deep]) if deep else []
+    except Exception as exc:
+        report.steps.append(StepOutcome(step="4", name="analyze", status="failed", detail=str(exc)[:500]))
+        raise StepFailed("analyze", exc) from exc
+    results = combine_results(ctx, errors, research, triaged, dict(zip(deep, investigated)))
+    routes = {r: sum(1 for t in triaged if t.verdict.route == r) for r in ("known", "transient", "simple", "deep")}
+    report.steps.append(StepOutcome(step="4", name="analyze", detail=", ".join(f"{n} {r}" for r, n in routes.items() if n)))
+    return results

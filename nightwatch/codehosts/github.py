@@ -1,0 +1,261 @@
+"""GitHub as the code host, over PyGithub: contents, code search and merged pull requests.
+
+`github_client()` and `github_errors()` are shared with the issue and pull-request publishers so
+retries, pacing and error messages are the same wherever NightWatch talks to GitHub. Retries cover
+reads and idempotent writes (GET, PUT, …) on 429/5xx; POSTs are not retried at the HTTP level because
+a retried "create issue" could create two issues; the publishers are idempotent by fingerprint instead,
+so the task-level retry is safe.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import Any, Iterator
+
+import requests
+from github import Auth, Github, GithubException, GithubRetry
+from github.GithubException import BadCredentialsException, RateLimitExceededException, UnknownObjectException
+from github.Repository import Repository
+from pydantic import SecretStr
+from urllib3 import Retry
+
+from nightwatch.codehosts.base import (
+    SEARCH_MAX_FILE_BYTES,
+    CodeHostError,
+    SearchHit,
+    decode_text,
+    digest_bytes,
+    glob_matches,
+    hit_text,
+    line_matcher,
+    looks_binary,
+    render_file,
+    safe_relative_path,
+)
+from nightwatch.models import CorrelatedPR
+
+REPO_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
+MAX_PRS_SCANNED = 200  # closed PRs looked at per call, newest update first
+MAX_FILES_PER_PR = 300
+
+
+class GitHubError(CodeHostError):
+    """A GitHub API call failed; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def github_client(
+    token: SecretStr | str,
+    base_url: str = "https://api.github.com",
+    timeout: int = 15,
+    retries: int = 3,
+    backoff_factor: float = 0.5,
+    seconds_between_requests: float | None = 0.25,
+    seconds_between_writes: float | None = 1.0,
+) -> Github:
+    """A PyGithub client with bounded retries on 429/5xx for idempotent methods and polite pacing."""
+    secret = token.get_secret_value() if isinstance(token, SecretStr) else token
+    if not secret:
+        raise GitHubError("no GitHub token: set GITHUB_TOKEN (or NIGHTWATCH_GITHUB_TOKEN)")
+    retry = GithubRetry(
+        total=retries, backoff_factor=backoff_factor, status_forcelist=[429, *range(500, 600)],
+        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS, max_rate_limit_wait=300,
+    )
+    return Github(
+        base_url=base_url.rstrip("/"), auth=Auth.Token(secret), timeout=timeout, retry=retry,
+        seconds_between_requests=seconds_between_requests, seconds_between_writes=seconds_between_writes,
+    )
+
+
+@contextmanager
+def github_errors(doing: str, not_found: str | None = None) -> Iterator[None]:
+    """Turn PyGithub and transport exceptions into one GitHubError with a message a person can act on."""
+    try:
+        yield
+    except UnknownObjectException as exc:
+        raise GitHubError(not_found or f"not found on GitHub while {doing}", 404) from exc
+    except BadCredentialsException as exc:
+        raise GitHubError(f"GitHub rejected the token (401) while {doing}: check GITHUB_TOKEN", 401) from exc
+    except RateLimitExceededException as exc:
+        raise GitHubError(f"GitHub rate limit reached while {doing}; try again later", exc.status) from exc
+    except GithubException as exc:
+        if exc.status == 404:
+            raise GitHubError(not_found or f"not found on GitHub while {doing}", 404) from exc
+        raise GitHubError(f"GitHub API error {exc.status} while {doing}: {_message(exc)}", exc.status) from exc
+    except requests.exceptions.RequestException as exc:
+        raise GitHubError(f"GitHub unreachable while {doing}: {type(exc).__name__}") from exc
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    details = "; ".join(str(e.get("message", e)) for e in data.get("errors", []) if isinstance(e, dict))
+    text = str(data.get("message") or exc.message or "no message")
+    return f"{text} ({details})" if details else text
+
+
+class GitHubHost:
+    """One GitHub repository's default branch, read through the REST API."""
+
+    def __init__(
+        self,
+        repo: str,
+        token: SecretStr,
+        base_url: str = "https://api.github.com",
+        timeout: int = 15,
+        retries: int = 3,
+        *,
+        backoff_factor: float = 0.5,
+        seconds_between_requests: float | None = 0.25,
+        max_search_files: int = 10,
+    ) -> None:
+        if not REPO_SLUG.match(repo or ""):
+            raise CodeHostError(f"GitHub repository must look like owner/name, got {repo!r}")
+        self.repo_name = repo
+        self.name = f"github:{repo}"
+        self.max_search_files = max_search_files
+        self._gh = github_client(token, base_url, timeout, retries, backoff_factor, seconds_between_requests)
+
+    @cached_property
+    def repository(self) -> Repository:
+        with github_errors(f"opening {self.repo_name}", not_found=f"GitHub repository not found or not visible: {self.repo_name}"):
+            return self._gh.get_repo(self.repo_name)
+
+    # reading ------------------------------------------------------------------------------------
+    def _contents(self, rel: str, missing: str) -> Any:
+        with github_errors(f"reading {rel or '/'}", not_found=missing):
+            return self.repository.get_contents(rel)
+
+    def _file_bytes(self, path: str) -> tuple[str, bytes]:
+        rel = safe_relative_path(path)
+        content = self._contents(rel, f"no such file: {rel} (list_directory or search_code can find the right path)")
+        if isinstance(content, list):
+            raise CodeHostError(f"{rel} is a directory; use list_directory")
+        if content.type != "file":
+            raise CodeHostError(f"{rel} is a {content.type}, not a file")
+        if content.encoding != "base64":
+            raise CodeHostError(f"file too large to read through the GitHub API: {rel} ({content.size:,} bytes)")
+        return rel, content.decoded_content
+
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None, numbered: bool = False
+    ) -> str:
+        rel, data = self._file_bytes(path)
+        return render_file(rel, decode_text(rel, data), start_line, end_line, numbered)
+
+    def read_text(self, path: str) -> str:
+        rel, data = self._file_bytes(path)
+        if len(data) > SEARCH_MAX_FILE_BYTES:
+            raise CodeHostError(f"file too large to read whole: {rel} ({len(data):,} bytes)")
+        return decode_text(rel, data)
+
+    def file_digest(self, path: str) -> str | None:
+        """sha256 of the file on the default branch; None when it is not a file of this repository."""
+        try:
+            return digest_bytes(self._file_bytes(path)[1])
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        except CodeHostError:
+            return None
+
+    def list_directory(self, path: str = "") -> list[str]:
+        """Repository-relative paths of a folder's entries, folders ending with '/'."""
+        rel = safe_relative_path(path, allow_root=True)
+        contents = self._contents(rel, f"no such directory: {rel}")
+        if not isinstance(contents, list):
+            raise CodeHostError(f"{rel} is a file; use read_file")
+        return sorted(c.path + "/" if c.type == "dir" else c.path for c in contents)
+
+    # search -------------------------------------------------------------------------------------
+    def search_code(
+        self, query: str, path_glob: str | None = None, limit: int = 20, regex: bool = False
+    ) -> list[SearchHit]:
+        """GitHub code search narrows the files; the lines are then found in each file's text."""
+        matches = line_matcher(query, regex)
+        qualifiers = {"repo": self.repo_name, **_glob_qualifiers(path_glob)}
+        hits: list[SearchHit] = []
+        with github_errors(f"searching code for {query!r}"):
+            results = self._gh.search_code(_search_terms(query, regex), **qualifiers)
+            for item in results[: self.max_search_files]:
+                if glob_matches(item.path, path_glob):
+                    hits.extend(self._hits_in(item.path, matches)[: limit - len(hits)])
+                if len(hits) >= limit:
+                    break
+        return hits
+
+    def _hits_in(self, path: str, matches: Any) -> list[SearchHit]:
+        try:
+            _, data = self._file_bytes(path)
+        except CodeHostError:
+            data = b""
+        if looks_binary(data) or len(data) > SEARCH_MAX_FILE_BYTES:
+            return []
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        found = [SearchHit(path=path, line=n, text=hit_text(line)) for n, line in enumerate(lines, 1) if matches(line)]
+        return found or [SearchHit(path=path, line=0, text="matched by GitHub code search (not on a single line)")]
+
+    # repository facts ---------------------------------------------------------------------------
+    def default_branch(self) -> str:
+        with github_errors(f"reading the default branch of {self.repo_name}"):
+            return self.repository.default_branch
+
+    def recent_merged_prs(self, since: datetime, limit: int = 30) -> list[CorrelatedPR]:
+        """PRs merged into the default branch since `since`, newest update first, with their files."""
+        since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)
+        base = self.default_branch()
+        found: list[CorrelatedPR] = []
+        with github_errors("listing merged pull requests"):
+            for pr in self.repository.get_pulls(state="closed", sort="updated", direction="desc")[:MAX_PRS_SCANNED]:
+                if pr.updated_at and pr.updated_at < since:
+                    break
+                if pr.merged_at is None or pr.merged_at < since or pr.base.ref != base:
+                    continue
+                files = [f.filename for f in pr.get_files()[:MAX_FILES_PER_PR]]
+                author = pr.user.login if pr.user else ""
+                found.append(CorrelatedPR(number=pr.number, title=pr.title, url=pr.html_url, author=author,
+                                          merged_at=pr.merged_at, files=files))
+                if len(found) >= limit:
+                    break
+        return found
+
+
+def _search_terms(query: str, regex: bool) -> str:
+    """GitHub code search has no regex: search the regex's literal words and filter lines locally."""
+    if not regex:
+        return query.replace('"', " ").strip()
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", query)
+    if not words:
+        raise CodeHostError(f"regex {query!r} has no literal word GitHub can search for; add one")
+    return " ".join(words)
+
+
+def _glob_qualifiers(path_glob: str | None) -> dict[str, str]:
+    """`app/models/*.rb` -> path:app/models extension:rb; results are still checked against the glob."""
+    if not path_glob:
+        return {}
+    pattern = path_glob.strip().removeprefix("./")
+    qualifiers: dict[str, str] = {}
+    wildcard = any(c in pattern for c in "*?[")
+    literal = _literal_folder(pattern) if wildcard else pattern.rstrip("/")
+    if not wildcard and "." in posixpath.basename(literal):  # a file name, not a folder
+        literal, qualifiers["filename"] = posixpath.dirname(literal), posixpath.basename(literal)
+    if literal:
+        qualifiers["path"] = literal
+    ext = re.fullmatch(r"\*\.(\w+)", posixpath.basename(pattern))
+    if ext:
+        qualifiers["extension"] = ext.group(1)
+    return qualifiers
+
+
+def _literal_folder(pattern: str) -> str:
+    """The folder part of a glob before its first wildcard, cut at a whole path segment."""
+    head = re.split(r"[*?\[]", pattern)[0]
+    return head.rstrip("/") if head.endswith("/") else posixpath.dirname(head)

@@ -1,0 +1,142 @@
+"""Turn a model's proposed fix into exact new file contents, or refuse it with the reason.
+
+A fix is a list of FileChange edits: replace an excerpt (`before`) that must occur exactly once in the
+current file, or create a new file. Anything ambiguous is refused rather than guessed, and a fix never
+deletes files or touches CI configuration, workflows or secrets, whatever the model proposed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+
+from pydantic import BaseModel, Field
+
+from nightwatch.codehosts.base import CodeHost, CodeHostError, digest_bytes, safe_relative_path
+from nightwatch.models import Analysis, ErrorAnalysisResult, FileChange
+
+MAX_FILES_PER_FIX = 10
+_CONFIDENCE_RANK = {"high": 3, "medium": 2, "low": 1}
+_REFUSED_DIRS = {".github", ".gitlab", ".circleci", ".buildkite", ".ci", ".husky"}
+_REFUSED_NAMES = [
+    ".gitlab-ci.yml", "jenkinsfile", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".drone.yml",
+    "appveyor.yml", "buildkite*", ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*",
+    "credentials*", "secrets*", ".netrc", ".npmrc", ".pypirc",
+]
+_REFUSED_PATHS = ["config/master.key", "config/credentials*"]
+
+
+class FixRejected(Exception):
+    """The proposed fix cannot be applied safely; the message names the file and the reason."""
+
+
+class ValidatedFix(BaseModel):
+    """The exact contents a draft PR would commit, and its unified diff."""
+
+    changes: dict[str, str]  # path -> new full content
+    diff: str
+    base_digests: dict[str, str | None] = Field(default_factory=dict)  # path -> sha256 validated against (None: new)
+
+
+def refused_reason(path: str) -> str | None:
+    """Why a fix may never write this path (CI, workflows, secrets), or None if it may."""
+    lowered = path.lower()
+    parts = lowered.split("/")
+    name = parts[-1]
+    if any(part in _REFUSED_DIRS for part in parts[:-1]):
+        return "CI configuration and workflows are never changed by a fix"
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in _REFUSED_NAMES) or any(
+        fnmatch.fnmatchcase(lowered, pattern) for pattern in _REFUSED_PATHS
+    ):
+        return "CI configuration and secrets are never changed by a fix"
+    return None
+
+
+def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
+    """Apply the analysis' edits to the host's current files in memory; refuse anything unsafe or ambiguous."""
+    if not analysis.has_fix or not analysis.file_changes:
+        raise FixRejected("the analysis proposes no fix (has_fix is false or there are no file changes)")
+    if len(analysis.file_changes) > MAX_FILES_PER_FIX:
+        raise FixRejected(f"the fix edits {len(analysis.file_changes)} files; at most {MAX_FILES_PER_FIX} are allowed")
+    originals: dict[str, str | None] = {}
+    updated: dict[str, str] = {}
+    for change in analysis.file_changes:
+        path = _checked_path(change.path)
+        if path not in originals:
+            originals[path] = _current_text(host, path)
+        current = updated.get(path, originals[path])
+        updated[path] = _apply(change, path, current)
+    changed = {p: text for p, text in updated.items() if text != originals[p]}
+    if not changed:
+        raise FixRejected("the fix changes nothing: every `after` equals its `before`")
+    return ValidatedFix(
+        changes=changed,
+        diff="".join(unified_diff(p, originals[p], changed[p]) for p in sorted(changed)),
+        base_digests={p: digest_bytes(originals[p].encode()) if originals[p] is not None else None for p in changed},
+    )
+
+
+def _checked_path(raw: str) -> str:
+    try:
+        path = safe_relative_path(raw)
+    except CodeHostError as exc:
+        raise FixRejected(f"refused {raw!r}: {exc}") from exc
+    reason = refused_reason(path)
+    if reason:
+        raise FixRejected(f"refused {path}: {reason}")
+    return path
+
+
+def _current_text(host: CodeHost, path: str) -> str | None:
+    """The file's text now, or None when it does not exist."""
+    if host.file_digest(path) is None:
+        return None
+    try:
+        return host.read_text(path)
+    except CodeHostError as exc:
+        raise FixRejected(f"cannot read {path}: {exc}") from exc
+
+
+def _apply(change: FileChange, path: str, current: str | None) -> str:
+    if change.action == "delete":
+        raise FixRejected(f"refused {path}: a fix never deletes files")
+    if change.action == "create":
+        if current is not None:
+            raise FixRejected(f"cannot create {path}: it already exists (propose a modify with an exact excerpt)")
+        if not change.after:
+            raise FixRejected(f"cannot create {path}: no content given in `after`")
+        return change.after
+    if current is None:
+        raise FixRejected(f"cannot modify {path}: no such file in the repository")
+    if not change.before or change.after is None:
+        raise FixRejected(f"cannot modify {path}: both `before` (an exact excerpt) and `after` are required")
+    count = current.count(change.before)
+    if count != 1:
+        why = "does not occur in the current file" if count == 0 else f"occurs {count} times (it must be unique)"
+        raise FixRejected(f"cannot modify {path}: the `before` excerpt {why}")
+    return current.replace(change.before, change.after)
+
+
+def unified_diff(path: str, old: str | None, new: str) -> str:
+    """A git-style unified diff with a/ b/ prefixes; /dev/null for a new file."""
+    lines = difflib.unified_diff(
+        _diff_lines(old or ""), _diff_lines(new),
+        fromfile="/dev/null" if old is None else f"a/{path}", tofile=f"b/{path}",
+    )
+    return "".join(lines)
+
+
+def _diff_lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
+
+
+def choose_best_fix(results: list[ErrorAnalysisResult]) -> ErrorAnalysisResult | None:
+    """The fix most worth a draft PR: highest confidence, then most occurrences; first one wins ties."""
+    candidates = [r for r in results if r.analysis and r.analysis.has_fix and r.analysis.file_changes]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda r: (_CONFIDENCE_RANK[r.analysis.confidence], r.error.occurrences))  # type: ignore[union-attr]
+

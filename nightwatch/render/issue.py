@@ -1,0 +1,228 @@
+"""Markdown for GitHub: the issue for one error, the "new occurrence" comment, the draft PR body.
+
+Everything that came from production or from the model is redacted and defused before it is shown:
+secrets become [REDACTED], `<!--` cannot forge NightWatch's hidden markers (they drive dedup), and
+@mentions outside code blocks cannot ping people.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from nightwatch.fix import ValidatedFix
+from nightwatch.models import ErrorAnalysisResult, FileChange
+from nightwatch.redact import clean
+
+TITLE_LIMIT = 120
+BODY_LIMIT = 60_000  # GitHub refuses bodies over 65,536 characters
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_LANGUAGES = {"rb": "ruby", "py": "python", "js": "javascript", "ts": "typescript", "yml": "yaml", "erb": "erb"}
+
+
+def fingerprint_marker(fingerprint: str) -> str:
+    return f"nightwatch:fingerprint={fingerprint}"
+
+
+def run_marker(run_id: str) -> str:
+    return f"nightwatch:run={run_id}"
+
+
+def hidden(marker: str) -> str:
+    """A marker as an HTML comment: invisible on GitHub, searchable in the body."""
+    return f"<!-- {marker} -->"
+
+
+# safety ---------------------------------------------------------------------------------------------
+def safe(text: str | None, limit: int = 4_000) -> str:
+    """Redacted, printable, capped, and unable to forge a hidden marker."""
+    cleaned, _ = clean(text or "", limit)
+    return cleaned.replace("<!--", "<!\u200b--")
+
+
+def prose(text: str | None, limit: int = 4_000) -> str:
+    """Safe text for outside code blocks: @mentions neutralised too."""
+    return _MENTION.sub("@\u200b", safe(text, limit))
+
+
+def code(text: str) -> str:
+    """Inline code that cannot be broken out of."""
+    return f"`{safe(text, 300).replace('`', chr(39))}`"
+
+
+def fenced(text: str, language: str = "") -> str:
+    """A fenced block whose fence is longer than any backtick run inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
+
+
+def language_of(path: str) -> str:
+    ext = posixpath.splitext(path)[1].lstrip(".").lower()
+    return _LANGUAGES.get(ext, ext)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _capped(body: str) -> str:
+    if len(body) <= BODY_LIMIT:
+        return body
+    return body[:BODY_LIMIT] + "\n\n… [cut to fit GitHub's size limit]\n"
+
+
+# issue --------------------------------------------------------------------------------------------
+def issue_title(result: ErrorAnalysisResult) -> str:
+    """`[NightWatch] <defect>`, one line, at most 120 characters."""
+    named = result.analysis.title if result.analysis and result.analysis.title.strip() else result.error.label
+    title = f"[NightWatch] {_one_line(safe(named, 1_000))}"
+    return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1].rstrip() + "…"
+
+
+def issue_body(result: ErrorAnalysisResult, run_id: str, demo: bool) -> str:
+    sections = [
+        _demo_banner() if demo else "",
+        _error_section(result),
+        _cause_section(result),
+        _changes_section(result.analysis.file_changes if result.analysis else []),
+        _next_steps_section(result),
+        _prs_section(result),
+        _confidence_section(result),
+        _footnote(result, run_id),
+    ]
+    markers = "\n".join([hidden(fingerprint_marker(result.fingerprint)), hidden(run_marker(run_id))])
+    return _capped("\n\n".join(s for s in sections if s)) + "\n\n" + markers + "\n"
+
+
+def _demo_banner() -> str:
+    return (
+        "> [!WARNING]\n> **Demo data.** This issue was filed from NightWatch's bundled demo errors and demo "
+        "application, not from production."
+    )
+
+
+def _error_section(result: ErrorAnalysisResult) -> str:
+    error = result.error
+    lines = ["## Error", f"**{code(error.error_class)}** in {code(error.transaction)}"]
+    if error.message:
+        lines.append(fenced(safe(error.message, 2_000)))
+    seen = lambda when: f"{when:%Y-%m-%d %H:%M} UTC" if when else "—"  # noqa: E731
+    lines += [
+        "| Occurrences | First seen | Last seen | App | HTTP status |",
+        "|---|---|---|---|---|",
+        f"| {error.occurrences:,} | {seen(error.first_seen)} | {seen(error.last_seen)} | "
+        f"{_one_line(prose(error.app_name, 100)).replace('|', '/') or '—'} | {error.http_status or '—'} |",
+    ]
+    return "\n".join(lines)
+
+
+def _cause_section(result: ErrorAnalysisResult) -> str:
+    analysis, verdict = result.analysis, result.verdict
+    root = analysis.root_cause if analysis else (verdict.likely_root_cause if verdict else "")
+    lines = ["## Root cause", prose(root) or "_Not determined._"]
+    if result.failure:
+        lines.append(f"> Analysis incomplete: {_one_line(prose(result.failure, 500))}")
+    if analysis and analysis.reasoning.strip():
+        lines += ["## Reasoning", prose(analysis.reasoning, 8_000)]
+    return "\n\n".join(lines)
+
+
+def _changes_section(changes: list[FileChange]) -> str:
+    if not changes:
+        return ""
+    blocks = ["## Proposed changes"]
+    for change in changes:
+        head = f"### {code(change.path)} ({change.action})"
+        blocks.append(head + (f"\n{prose(change.description, 1_000)}" if change.description else ""))
+        excerpt = _change_excerpt(change)
+        if excerpt:
+            blocks.append(fenced(excerpt, "diff"))
+    return "\n\n".join(blocks)
+
+
+def _change_excerpt(change: FileChange) -> str:
+    removed = [f"-{line}" for line in safe(change.before, 3_000).splitlines()] if change.before else []
+    added = [f"+{line}" for line in safe(change.after, 3_000).splitlines()] if change.after else []
+    return "\n".join(removed + added)
+
+
+def _next_steps_section(result: ErrorAnalysisResult) -> str:
+    steps = result.analysis.suggested_next_steps if result.analysis else []
+    return "## Next steps\n" + "\n".join(f"- {_one_line(prose(s, 500))}" for s in steps) if steps else ""
+
+
+def _prs_section(result: ErrorAnalysisResult) -> str:
+    if not result.correlated_prs:
+        return ""
+    lines = ["## Recently merged pull requests touching these files"]
+    for pr in result.correlated_prs:
+        when = f", merged {pr.merged_at:%Y-%m-%d %H:%M} UTC" if pr.merged_at else ""
+        files = ", ".join(code(f) for f in (pr.overlap or pr.files)[:5])
+        lines.append(f"- #{pr.number} {_one_line(prose(pr.title, 200))} (by {prose(pr.author, 60) or 'unknown'}{when}): {files}")
+    return "\n".join(lines)
+
+
+def _confidence_section(result: ErrorAnalysisResult) -> str:
+    confidence = result.analysis.confidence if result.analysis else (result.verdict.confidence if result.verdict else "low")
+    line = f"## Confidence\n**{confidence}**"
+    if result.verdict:
+        v = result.verdict
+        line += f" · severity {v.severity} · {v.category.replace('_', ' ')} · {v.complexity}"
+    return line
+
+
+def _footnote(result: ErrorAnalysisResult, run_id: str) -> str:
+    parts = [f"NightWatch run {code(run_id)}", f"source: {result.source}"]
+    if result.agent:
+        parts.append(f"agent {code(result.agent)}")
+    if result.model:
+        parts.append(f"model {code(result.model)}")
+    if result.iterations:
+        parts.append(f"{result.iterations} iterations")
+    if result.tokens.total:
+        parts.append(f"{result.tokens.total:,} tokens")
+    if result.cost_usd:
+        parts.append(f"${result.cost_usd:.4f}")
+    return "---\n<sub>" + " · ".join(parts) + "</sub>"
+
+
+# comments and pull requests ----------------------------------------------------------------------
+def occurrence_comment(result: ErrorAnalysisResult, run_id: str, issue_state: str = "open") -> str:
+    """The comment left on an existing issue when the error shows up again; carries the run marker."""
+    error = result.error
+    lines = [f"**New occurrence** seen by NightWatch run {code(run_id)}: {error.occurrences:,} occurrences"
+             + (f", last at {error.last_seen:%Y-%m-%d %H:%M} UTC." if error.last_seen else ".")]
+    if issue_state == "closed":
+        lines.append("This issue is closed, but the error happened again. Reopen it if the fix did not hold.")
+    if result.analysis and result.analysis.root_cause:
+        lines.append(f"Latest analysis ({result.analysis.confidence} confidence): {_one_line(prose(result.analysis.root_cause, 1_000))}")
+    return "\n\n".join(lines) + "\n\n" + hidden(run_marker(run_id)) + "\n"
+
+
+def pr_title(result: ErrorAnalysisResult) -> str:
+    named = result.analysis.title if result.analysis and result.analysis.title.strip() else result.error.label
+    title = f"[NightWatch] Fix: {_one_line(safe(named, 1_000))}"
+    return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1].rstrip() + "…"
+
+
+def pr_body(result: ErrorAnalysisResult, fix: ValidatedFix, issue_number: int | None) -> str:
+    """The draft PR's description: why, what changes, the diff, and a clear review warning."""
+    analysis = result.analysis
+    intro = f"Draft fix for {code(result.error.error_class)} in {code(result.error.transaction)}"
+    intro += f" ({result.error.occurrences:,} occurrences)." + (f"\n\nRefs #{issue_number}" if issue_number else "")
+    sections = [
+        "> [!IMPORTANT]\n> Proposed automatically by NightWatch and not run against the test suite. "
+        "Review it, run the tests, and mark it ready only if it is right.",
+        intro,
+        "## Root cause\n" + (prose(analysis.root_cause) if analysis else "_Not determined._"),
+        "## Changes\n" + "\n".join(_change_line(c) for c in (analysis.file_changes if analysis else [])),
+        "## Diff\n" + fenced(safe(fix.diff, 20_000), "diff"),
+        f"## Confidence\n**{analysis.confidence if analysis else 'low'}**",
+    ]
+    return _capped("\n\n".join(sections)) + "\n\n" + hidden(fingerprint_marker(result.fingerprint)) + "\n"
+
+
+def _change_line(change: FileChange) -> str:
+    described = f": {_one_line(prose(change.description, 300))}" if change.description else ""
+    return f"- {code(change.path)} ({change.action}){described}"

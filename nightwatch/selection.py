@@ -1,0 +1,54 @@
+"""Step 2's core and step 7's: which errors a night looks at, and which analyses deserve an issue."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from nightwatch.ignore import IgnoreRule, apply_ignore_rules
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, Model, Window
+from nightwatch.ranking import rank_errors, select_top
+from nightwatch.sources.base import ErrorSource
+
+CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+class Selection(Model):
+    source: str
+    demo: bool
+    found: list[ErrorGroup] = Field(default_factory=list)
+    ignored: dict[str, str] = Field(default_factory=dict)  # fingerprint -> rule reason
+    selected: list[ErrorGroup] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def select_errors(source: ErrorSource, window: Window, rules: list[IgnoreRule], max_errors: int, now: datetime) -> Selection:
+    batch = source.fetch_errors(window)
+    kept, ignored = apply_ignore_rules(batch.errors, rules)
+    ranked = rank_errors(kept, now)
+    return Selection(
+        source=source.name,
+        demo=source.demo,
+        found=batch.errors,
+        ignored={e.fingerprint: f"{rule.pattern} ({rule.reason})" for e, rule in ignored},
+        selected=select_top(ranked, max_errors),
+        warnings=batch.warnings,
+    )
+
+
+def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisResult]:
+    """Analyses worth an issue: a real analysis of a non-transient error, best evidence first.
+
+    Low-confidence analyses without a fix are left to the report: an issue should give a reader
+    something to act on. How many to create (max issues, the WIP limit
+    on open issues) is decided when filing (step 9), since comments on existing issues cost nothing.
+    """
+    eligible = [
+        r for r in results
+        if r.analysis is not None and r.failure is None
+        and (r.verdict is None or r.verdict.route != "transient")
+        and (r.analysis.confidence != "low" or r.analysis.has_fix)
+    ]
+    eligible.sort(key=lambda r: (CONFIDENCE_ORDER[r.analysis.confidence], not r.analysis.has_fix, -r.error.occurrences))  # type: ignore[union-attr]
+    return eligible

@@ -1,0 +1,23 @@
+"""Project defaults for Prefect tasks, in one place (the ControlFlow pattern).
+
+Tasks persist their results so a retried or rerun flow reuses finished steps; steps that must not
+be cached say so with `cache_policy=NONE`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+
+def nightwatch_task(*args: Any, **kwargs: Any):
+    kwargs.setdefault("cache_policy", NONE)
+    kwargs.setdefault("persist_result", "cache_key_fn" in kwargs)
+    kwargs.setdefault("log_prints", True)
+    return task(*args, **kwargs)
+
+
+def key(*parts: object) -> str:
+    return ":".join(str(p) for p in parts)

@@ -1,0 +1,76 @@
+"""Steps 0-3.5: knowledge, connect, fetch_errors, fetch_traces, research."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from knowledge_store.index import load_index
+from knowledge_store.search import search_prior_knowledge
+from nightwatch.ignore import load_ignore_rules
+from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
+from nightwatch.research import ResearchContext, pr_lookback, research_error
+from nightwatch.runtime import DEMO_IGNORE
+from nightwatch.selection import Selection, select_errors
+from tasks._prefect import key, nightwatch_task
+from tasks.context import RunContext, home, runtime, settings_for
+
+
+@nightwatch_task(name="load_knowledge")
+def load_knowledge(ctx: RunContext) -> dict:
+    """Step 0: open the knowledge store and its index."""
+    return load_index(home(ctx) / "knowledge")
+
+
+@nightwatch_task(name="connect")
+def connect(ctx: RunContext) -> list[SourceStatus]:
+    """Step 1: build clients; say which sources are live and which are offline defaults."""
+    return runtime(ctx).statuses
+
+
+def ignore_file_of(ctx: RunContext) -> str | None:
+    """The ignore rules in force: the configured file, or the demo's own rules on demo data."""
+    settings = settings_for(ctx)
+    if settings.ignore_file:
+        return str(settings.ignore_file)
+    return str(DEMO_IGNORE) if runtime(ctx).state("newrelic") == "offline" and not settings.errors_file else None
+
+
+@nightwatch_task(
+    name="fetch_errors", retries=2, retry_delay_seconds=5,
+    cache_key_fn=lambda _c, p: key("fetch_errors", runtime(p["ctx"]).source.name, p["ctx"].window.key, p["ctx"].max_errors,
+                                   ignore_file_of(p["ctx"])),
+    cache_expiration=timedelta(days=2),
+)
+def fetch_errors(ctx: RunContext) -> Selection:
+    """Step 2: NRQL over the window, ignore rules, ranking, top N."""
+    path = ignore_file_of(ctx)
+    rules = load_ignore_rules(Path(path) if path else None)
+    return select_errors(runtime(ctx).source, ctx.window, rules, ctx.max_errors, ctx.anchor)
+
+
+@nightwatch_task(
+    name="fetch_traces", retries=2, retry_delay_seconds=5,
+    cache_key_fn=lambda _c, p: key("fetch_traces", p["error"].fingerprint, p["ctx"].window.key),
+    cache_expiration=timedelta(days=2),
+)
+def fetch_traces(ctx: RunContext, error: ErrorGroup) -> TraceData:
+    """Step 3: traces and stack frames of one selected error."""
+    return runtime(ctx).source.fetch_traces(error, ctx.window)
+
+
+@nightwatch_task(name="recent_prs", retries=2, retry_delay_seconds=5)
+def recent_prs(ctx: RunContext) -> list[CorrelatedPR]:
+    """Recently merged PRs on the default branch (input of research and step 8)."""
+    return runtime(ctx).host.recent_merged_prs(since=pr_lookback(ctx.window.end))
+
+
+@nightwatch_task(
+    name="research",
+    cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].window.key, p["index"].get("last_updated")),
+    cache_expiration=timedelta(days=2),
+)
+def research(ctx: RunContext, error: ErrorGroup, traces: TraceData, index: dict, prs: list[CorrelatedPR]) -> ResearchContext:
+    """Step 3.5: prior knowledge, likely files, previews, correlated PRs."""
+    priors = search_prior_knowledge(error, index, home(ctx) / "knowledge")
+    return research_error(error, traces, runtime(ctx).host, priors, prs)

@@ -1,0 +1,59 @@
+"""Steps 12-13 and the run's own metrics: persist learnings, detect patterns, refresh the views."""
+
+from __future__ import annotations
+
+from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
+from knowledge_store.duck import refresh_views
+from knowledge_store.index import load_index, rebuild_index
+from knowledge_store.metrics import MetricsStore
+from nightwatch.ignore import load_ignore_rules
+from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
+from nightwatch.patterns import detect_patterns as detect_patterns_core
+from nightwatch.patterns import suggest_ignore_updates
+from nightwatch.selection import Selection
+from tasks._prefect import nightwatch_task
+from tasks.context import RunContext, home
+
+
+@nightwatch_task(name="compound")
+def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: dict[str, dict[str, str]]) -> str:
+    """Step 12: knowledge documents, their index, and the night's metrics; idempotent per run_id."""
+    knowledge = home(ctx) / "knowledge"
+    written = 0
+    if not ctx.dry_run:
+        for result in report.results:
+            if result.analysis is not None and result.source in ("model", "triage") and result.run_id == ctx.run_id:
+                write_error_doc(result, knowledge, file_hashes=digests.get(result.fingerprint))
+                written += 1
+        for issue in report.issues:
+            if issue.issue_number is not None:
+                update_doc_metadata(knowledge, issue.fingerprint, issue_number=issue.issue_number)
+        if report.pr and report.pr.pr_number is not None:
+            update_doc_metadata(knowledge, report.pr.fingerprint, pr_number=report.pr.pr_number)
+    index = rebuild_index(knowledge)
+    store = MetricsStore(home(ctx))
+    store.write_errors(ctx.run_id, ctx.run_date, selection.found, {e.fingerprint for e in selection.selected}, selection.ignored)
+    store.write_analyses(ctx.run_id, ctx.run_date, report.results)
+    store.write_knowledge_index(index)
+    return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}"
+
+
+@nightwatch_task(name="detect_patterns")
+def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None) -> tuple[list[DetectedPattern], list[IgnoreSuggestion]]:
+    """Step 13: cross-error and cross-run patterns, and ignore-rule suggestions for a human to review."""
+    knowledge = home(ctx) / "knowledge"
+    history = load_index(knowledge).get("solutions", [])
+    patterns = detect_patterns_core(report.results, history)
+    rules = [r.model_dump() for r in load_ignore_rules(ignore_file)] if ignore_file else []
+    suggestions = suggest_ignore_updates(report.results, history, rules)
+    if not ctx.dry_run:
+        for pattern in patterns:
+            write_pattern_doc(pattern, knowledge)
+    return patterns, suggestions
+
+
+@nightwatch_task(name="record_run")
+def record_run(ctx: RunContext, report: RunReport) -> str:
+    """The run's own row, then the DuckDB views analysts query."""
+    MetricsStore(home(ctx)).write_run(report)
+    return str(refresh_views(home(ctx)))

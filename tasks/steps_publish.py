@@ -1,0 +1,89 @@
+"""Steps 5-11: report, notify, select, correlate, file issues, propose the fix, follow up."""
+
+from __future__ import annotations
+
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
+from nightwatch.models import CorrelatedPR, CreatedIssueResult, CreatedPRResult, ErrorAnalysisResult, RunReport
+from nightwatch.publishers.issues import file_issues as file_issues_core
+from nightwatch.publishers.pull_requests import propose_fix as propose_fix_core
+from nightwatch.render.markdown import report_markdown
+from nightwatch.research import correlate
+from nightwatch.selection import select_for_issues as select_for_issues_core
+from tasks._prefect import nightwatch_task
+from tasks.context import RunContext, report_dir, runtime, settings_for
+
+
+def _artifact_key(ctx: RunContext, what: str) -> str:
+    return f"nightwatch-{what}"  # artifact keys: lowercase letters, numbers, dashes
+
+
+@nightwatch_task(name="notify", retries=3, retry_delay_seconds=[5, 30, 120])
+def notify(ctx: RunContext, report: RunReport) -> str:
+    """Step 6: Slack report (Block Kit) and the Prefect markdown + table artifacts."""
+    create_markdown_artifact(report_markdown(report), key=_artifact_key(ctx, "report"), description=f"NightWatch {ctx.run_id}")
+    rows = [
+        {"error": r.error.label[:80], "occurrences": r.error.occurrences, "route": r.verdict.route if r.verdict else "",
+         "source": r.source, "confidence": r.analysis.confidence if r.analysis else "", "tokens": r.tokens.total,
+         "cost_usd": round(r.cost_usd, 4)}
+        for r in report.results
+    ]
+    if rows:
+        create_table_artifact(rows, key=_artifact_key(ctx, "errors"), description="Errors analysed tonight")
+    if ctx.dry_run:
+        return "dry run: nothing sent"
+    result = runtime(ctx).notifier_factory(report_dir(ctx)).post_report(report)
+    return f"{result.action} ({result.target}{': ' + str(result.path) if result.path else ''})"
+
+
+@nightwatch_task(name="select_for_issues")
+def select_for_issues(ctx: RunContext, results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisResult]:
+    """Step 7: which analyses deserve an issue (the WIP limit applies when filing)."""
+    return select_for_issues_core(results)
+
+
+@nightwatch_task(name="correlate_prs", retries=2, retry_delay_seconds=5)
+def correlate_prs(ctx: RunContext, chosen: list[ErrorAnalysisResult], prs: list[CorrelatedPR]) -> list[ErrorAnalysisResult]:
+    """Step 8: recently merged PRs that touch each error's files go into its issue."""
+    out = []
+    for result in chosen:
+        files = list(dict.fromkeys(result.files_examined + [c.path for c in (result.analysis.file_changes if result.analysis else [])]))
+        found = correlate(files, prs) or result.correlated_prs
+        out.append(result.model_copy(update={"correlated_prs": found}))
+    return out
+
+
+@nightwatch_task(name="file_issues", retries=3, retry_delay_seconds=[5, 30, 120])
+def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) -> list[CreatedIssueResult]:
+    """Step 9: create, or comment "new occurrence" on the existing issue; idempotent by fingerprint."""
+    if ctx.dry_run:
+        return [CreatedIssueResult(fingerprint=r.fingerprint, action="skipped", reason="dry run") for r in chosen]
+    return file_issues_core(chosen, runtime(ctx).issues, ctx.run_id, ctx.max_issues, settings_for(ctx).open_issue_limit,
+                            demo, report_dir(ctx))
+
+
+@nightwatch_task(name="propose_fix", retries=3, retry_delay_seconds=[5, 30, 120])
+def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list[CreatedIssueResult]) -> CreatedPRResult | None:
+    """Step 10: validate the best fix and open one draft PR (idempotent)."""
+    best = choose_best_fix(chosen)
+    if best is None:
+        return None
+    rt = runtime(ctx)
+    try:
+        fix = validate_fix(best.analysis, rt.host)  # type: ignore[arg-type]
+    except FixRejected as exc:
+        return CreatedPRResult(fingerprint=best.fingerprint, action="skipped", reason=f"fix rejected: {exc}")
+    if ctx.dry_run:
+        return CreatedPRResult(fingerprint=best.fingerprint, action="skipped", reason="dry run")
+    issue = next((i.issue_number for i in issues if i.fingerprint == best.fingerprint), None)
+    return propose_fix_core(best, fix, rt.pulls, rt.host, ctx.run_id, issue, report_dir(ctx))
+
+
+@nightwatch_task(name="follow_up", retries=3, retry_delay_seconds=[5, 30, 120])
+def follow_up(ctx: RunContext, report: RunReport) -> str:
+    """Step 11: Slack follow-up with the issue and PR links."""
+    if ctx.dry_run or not (report.issues or report.pr):
+        return "nothing to follow up"
+    result = runtime(ctx).notifier_factory(report_dir(ctx)).post_followup(report)
+    return "nothing to follow up" if result is None else f"{result.action} ({result.target})"
