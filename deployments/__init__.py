@@ -1,0 +1,1 @@
+"""Deployment definitions: the nightly schedule and the manual rerun, served or deployed."""

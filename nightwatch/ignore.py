@@ -52,7 +52,7 @@ class IgnoreRule(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _compile(self) -> "IgnoreRule":
+    def _compile(self) -> IgnoreRule:
         if self.match == "regex":
             try:
                 self._regex = re.compile(self.pattern)
@@ -103,12 +103,18 @@ def _entries(path: Path) -> list[Any]:
     if document is None:
         return []
     if not isinstance(document, dict):
-        raise InvalidIgnoreRules(f"ignore file {path} must be a mapping with an 'ignore:' list, not a {type(document).__name__}")
+        raise InvalidIgnoreRules(
+            f"ignore file {path} must be a mapping with an 'ignore:' list, not a {type(document).__name__}"
+        )
     if unknown := sorted(set(map(str, document)) - {"ignore"}):
-        raise InvalidIgnoreRules(f"ignore file {path}: unknown top-level key(s) {', '.join(unknown)} (only 'ignore' is allowed)")
+        raise InvalidIgnoreRules(
+            f"ignore file {path}: unknown top-level key(s) {', '.join(unknown)} (only 'ignore' is allowed)"
+        )
     entries = document.get("ignore") or []
     if not isinstance(entries, list):
-        raise InvalidIgnoreRules(f"ignore file {path}: 'ignore' must be a list of rules, not a {type(entries).__name__}")
+        raise InvalidIgnoreRules(
+            f"ignore file {path}: 'ignore' must be a list of rules, not a {type(entries).__name__}"
+        )
     return entries
 
 

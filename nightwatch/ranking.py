@@ -79,7 +79,11 @@ def recency_of(error: ErrorGroup, now: datetime) -> float:
 
 
 def score_of(error: ErrorGroup, now: datetime) -> float:
-    base = WEIGHT_VOLUME * volume_of(error) + WEIGHT_SEVERITY * severity_of(error) + WEIGHT_RECENCY * recency_of(error, now)
+    base = (
+        WEIGHT_VOLUME * volume_of(error)
+        + WEIGHT_SEVERITY * severity_of(error)
+        + WEIGHT_RECENCY * recency_of(error, now)
+    )
     return round(base * (USER_FACING_BOOST if error.user_facing else 1.0), 6)
 
 

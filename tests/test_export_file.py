@@ -121,7 +121,10 @@ def test_invalid_json(tmp_path: Path) -> None:
         ({"format": None}, "format None"),
         ({"app_name": ""}, "'app_name' must be a non-empty string"),
         ({"errors": [1, 2]}, "'errors' must hold the NerdGraph response"),
-        ({"errors": {"data": {"actor": None}}}, "malformed response for the errors query in errors.json: missing data.actor"),
+        (
+            {"errors": {"data": {"actor": None}}},
+            "malformed response for the errors query in errors.json: missing data.actor",
+        ),
         ({"exported_at": "last tuesday"}, "'exported_at' must be an ISO-8601 time"),
         ({"details": {"not": "a list"}}, "'details' must be a list"),
     ],

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import timedelta
-from typing import Iterator
 
 import pytest
 from pydantic import SecretStr
@@ -71,14 +71,18 @@ def test_429_with_retry_after_is_honoured_then_succeeds(fake: FakeNerdGraph) -> 
 
 def test_500_then_success(fake: FakeNerdGraph) -> None:
     fake.fail_next(Reply(500, {"errors": [{"message": "internal"}]}), Reply(503, "unavailable"))
-    rows, _ = make_client(fake).nrql(f"SELECT * FROM ErrorTrace WHERE appName = '{APP}' SINCE 0 UNTIL {10**13} LIMIT 3", "q")
+    rows, _ = make_client(fake).nrql(
+        f"SELECT * FROM ErrorTrace WHERE appName = '{APP}' SINCE 0 UNTIL {10**13} LIMIT 3", "q"
+    )
     assert rows
     assert len(fake.server.calls("POST")) == 3
 
 
 def test_timeout_is_retried(fake: FakeNerdGraph) -> None:
     fake.fail_next(Reply(200, nerdgraph_response([]), delay_s=1.0))
-    rows, _ = make_client(fake, timeout_s=0.2).nrql(f"SELECT * FROM ErrorTrace WHERE appName = '{APP}' SINCE 0 UNTIL {10**13} LIMIT 3", "q")
+    rows, _ = make_client(fake, timeout_s=0.2).nrql(
+        f"SELECT * FROM ErrorTrace WHERE appName = '{APP}' SINCE 0 UNTIL {10**13} LIMIT 3", "q"
+    )
     assert rows, "the retry, not the slow reply, answered"
 
 
@@ -101,7 +105,10 @@ def test_json_without_data_is_malformed_and_says_what_is_missing(fake: FakeNerdG
     with pytest.raises(SourceError) as info:
         make_client(fake).nrql("SELECT 1", "errors query")
     message = str(info.value)
-    assert "malformed response for the errors query: missing data.actor.account.nrql.results (top-level keys: errors)" in message
+    assert (
+        "malformed response for the errors query: missing data.actor.account.nrql.results (top-level keys: errors)"
+        in message
+    )
     assert "Field 'nrql' is missing" in message
 
 

@@ -23,8 +23,16 @@ T0 = 1795154400000  # 2026-11-20T06:00:00Z
 
 
 def row(error_class: str = "NoMethodError", transaction: str = "Controller/orders/show", **extra: object) -> dict:
-    return {"error.class": error_class, "transactionName": transaction, "occurrences": 10, "message": "boom",
-            "first_seen": T0, "last_seen": T0 + 3_600_000, "http_status": 500, **extra}
+    return {
+        "error.class": error_class,
+        "transactionName": transaction,
+        "occurrences": 10,
+        "message": "boom",
+        "first_seen": T0,
+        "last_seen": T0 + 3_600_000,
+        "http_status": 500,
+        **extra,
+    }
 
 
 # --- envelope ---------------------------------------------------------------------------------
@@ -69,11 +77,22 @@ def test_rows_become_groups_with_aware_timestamps() -> None:
 def test_facet_list_is_enough() -> None:
     bare = {"facet": ["KeyError", "WebTransaction/Function/api.orders"], "count": "7"}
     [group], _ = parse_error_rows([bare], "shop")
-    assert (group.error_class, group.transaction, group.occurrences) == ("KeyError", "WebTransaction/Function/api.orders", 7)
+    assert (group.error_class, group.transaction, group.occurrences) == (
+        "KeyError",
+        "WebTransaction/Function/api.orders",
+        7,
+    )
 
 
 def test_a_bad_row_is_skipped_with_a_warning() -> None:
-    rows = [row(), "not a row", row(error_class=None), row(occurrences="many"), row(first_seen="yesterday-ish"), row("B")]
+    rows = [
+        row(),
+        "not a row",
+        row(error_class=None),
+        row(occurrences="many"),
+        row(first_seen="yesterday-ish"),
+        row("B"),
+    ]
     groups, warnings = parse_error_rows(rows, "shop")
     assert [g.error_class for g in groups] == ["NoMethodError", "B"]
     assert [w.split(":")[0] for w in warnings] == [f"skipped row {i} of the errors query" for i in (1, 2, 3, 4)]
@@ -89,8 +108,16 @@ def test_messages_are_redacted_and_capped() -> None:
 
 def test_rows_with_one_fingerprint_merge() -> None:
     rows = [
-        row(transaction="Controller/orders/12/edit", occurrences=5, first_seen=T0 + 1000, last_seen=T0 + 5000, message="id 12"),
-        row(transaction="Controller/orders/99/edit", occurrences=7, first_seen=T0, last_seen=T0 + 9000, message="id 99"),
+        row(
+            transaction="Controller/orders/12/edit",
+            occurrences=5,
+            first_seen=T0 + 1000,
+            last_seen=T0 + 5000,
+            message="id 12",
+        ),
+        row(
+            transaction="Controller/orders/99/edit", occurrences=7, first_seen=T0, last_seen=T0 + 9000, message="id 99"
+        ),
         row(transaction="Controller/orders/99/show", occurrences=1),
     ]
     groups, _ = parse_error_rows(rows, "shop")
@@ -138,7 +165,10 @@ def test_python_traceback_is_turned_raising_frame_first() -> None:
 
 def test_list_forms() -> None:
     as_strings = parse_stack_trace(["config/initializers/x.rb:3:in `<main>'", "vendor/bundle/y.rb:1"])
-    assert [(f.file, f.in_app) for f in as_strings] == [("config/initializers/x.rb", True), ("vendor/bundle/y.rb", False)]
+    assert [(f.file, f.in_app) for f in as_strings] == [
+        ("config/initializers/x.rb", True),
+        ("vendor/bundle/y.rb", False),
+    ]
     as_dicts = parse_stack_trace([{"filename": "lib/tax.rb", "lineNumber": 4, "methodName": "rate"}, {"nothing": 1}])
     assert [(f.file, f.line, f.method) for f in as_dicts] == [("lib/tax.rb", 4, "rate")]
     as_json_text = parse_stack_trace('["app/a.rb:1:in `x\'", "app/b.rb:2"]')
@@ -147,7 +177,9 @@ def test_list_forms() -> None:
 
 
 def test_jvm_and_node_frames() -> None:
-    frames = parse_stack_trace("  at com.shop.Cart.total(Cart.java:42)\n    at handler (/srv/node_modules/express/router.js:10:5)")
+    frames = parse_stack_trace(
+        "  at com.shop.Cart.total(Cart.java:42)\n    at handler (/srv/node_modules/express/router.js:10:5)"
+    )
     assert [(f.file, f.line, f.method, f.in_app) for f in frames] == [
         ("Cart.java", 42, "com.shop.Cart.total", True),
         ("/srv/node_modules/express/router.js", 10, "handler", False),
@@ -156,7 +188,13 @@ def test_jvm_and_node_frames() -> None:
 
 @pytest.mark.parametrize(
     ("path", "in_app"),
-    [("app/models/a.rb", True), ("./lib/b.rb", True), ("/site-packages/x.py", False), ("<internal:kernel>", False), ("", False)],
+    [
+        ("app/models/a.rb", True),
+        ("./lib/b.rb", True),
+        ("/site-packages/x.py", False),
+        ("<internal:kernel>", False),
+        ("", False),
+    ],
 )
 def test_app_paths(path: str, in_app: bool) -> None:
     assert is_app_path(path) is in_app
@@ -172,8 +210,17 @@ def test_frames_are_capped_keeping_the_top() -> None:
 
 
 def test_traces_clean_attributes_and_use_the_newest_stack() -> None:
-    tx_rows = [{"timestamp": T0, "request.headers.authorization": "Bearer abcdefghijkl", "user.password": "hunter22",
-                "message": "token=abcd1234efgh", "duration": 1.5, "ok": True, "tags": ["a", "b"]}]
+    tx_rows = [
+        {
+            "timestamp": T0,
+            "request.headers.authorization": "Bearer abcdefghijkl",
+            "user.password": "hunter22",
+            "message": "token=abcd1234efgh",
+            "duration": 1.5,
+            "ok": True,
+            "tags": ["a", "b"],
+        }
+    ]
     traces = [{"timestamp": T0, "stackTrace": "app/old.rb:1"}, {"timestamp": T0 + 10, "stackTrace": "app/new.rb:2"}]
     data = parse_traces("f" * 16, tx_rows, traces)
     attrs = data.transaction_errors[0]

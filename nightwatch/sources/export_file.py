@@ -52,7 +52,9 @@ class ExportFileSource:
         self._shift = (_aware(rebase_to) - self.exported_at) if rebase_to else timedelta(0)
         self._rows, self._warnings = unwrap_results(export["errors"], f"errors query in {self.path.name}")
         self._details: list[Any] = export.get("details") or []
-        self._parsed: ParsedErrors = collect_error_groups([self._rebased(r, ("first_seen", "last_seen")) for r in self._rows], self.app_name)
+        self._parsed: ParsedErrors = collect_error_groups(
+            [self._rebased(r, ("first_seen", "last_seen")) for r in self._rows], self.app_name
+        )
 
     # ErrorSource ---------------------------------------------------------------------------------
 
@@ -60,7 +62,9 @@ class ExportFileSource:
         kept = [g for g in self._parsed.errors if _overlaps(g, window)]
         warnings = self._warnings + self._parsed.warnings
         if dropped := len(self._parsed.errors) - len(kept):
-            warnings.append(f"{dropped} error group(s) in {self.path.name} fall outside the window {window.key} and were left out")
+            warnings.append(
+                f"{dropped} error group(s) in {self.path.name} fall outside the window {window.key} and were left out"
+            )
         kept.sort(key=lambda g: (-g.occurrences, g.fingerprint))
         return ErrorBatch(errors=kept[:limit], warnings=warnings, rows_seen=len(self._rows))
 
@@ -128,21 +132,27 @@ def _load(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"errors file {path} cannot be read: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise SourceError(f"errors file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise SourceError(
+            f"errors file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     _check_format(export, path)
     return export
 
 
 def _check_format(export: Any, path: Path) -> None:
     if not isinstance(export, dict):
-        raise SourceError(f"errors file {path} is not a NerdGraph export: the top level is a {type(export).__name__}, not an object")
+        raise SourceError(
+            f"errors file {path} is not a NerdGraph export: the top level is a {type(export).__name__}, not an object"
+        )
     if export.get("format") != EXPORT_FORMAT:
         found = f"format {export['format']!r}" if "format" in export else "no 'format' key"
         raise SourceError(f"errors file {path} is not a NerdGraph export: {found} (expected {EXPORT_FORMAT!r})")
     if not isinstance(export.get("app_name"), str) or not export["app_name"].strip():
         raise SourceError(f"errors file {path}: 'app_name' must be a non-empty string")
     if not isinstance(export.get("errors"), dict):
-        raise SourceError(f"errors file {path}: 'errors' must hold the NerdGraph response of the errors query (an object)")
+        raise SourceError(
+            f"errors file {path}: 'errors' must hold the NerdGraph response of the errors query (an object)"
+        )
     if not isinstance(export.get("details", []), (list, type(None))):
         raise SourceError(f"errors file {path}: 'details' must be a list")
 
@@ -153,7 +163,9 @@ def _exported_at(export: dict, path: Path) -> datetime:
     except (ValueError, OverflowError, OSError):
         moment = None
     if moment is None:
-        raise SourceError(f"errors file {path}: 'exported_at' must be an ISO-8601 time, got {export.get('exported_at')!r}")
+        raise SourceError(
+            f"errors file {path}: 'exported_at' must be an ISO-8601 time, got {export.get('exported_at')!r}"
+        )
     return moment
 
 

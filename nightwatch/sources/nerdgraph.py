@@ -22,7 +22,10 @@ from nightwatch.sources import nrql
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import collect_error_groups, parse_traces, unwrap_results
 
-NRQL_GRAPHQL = "query($accountId: Int!, $nrql: Nrql!) { actor { account(id: $accountId) { nrql(query: $nrql, timeout: 60) { results } } } }"
+NRQL_GRAPHQL = (
+    "query($accountId: Int!, $nrql: Nrql!) "
+    "{ actor { account(id: $accountId) { nrql(query: $nrql, timeout: 60) { results } } } }"
+)
 MAX_RETRY_AFTER_S = 120.0
 
 
@@ -54,7 +57,7 @@ class NerdGraphClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> "NerdGraphClient":
+    def __enter__(self) -> NerdGraphClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -92,7 +95,8 @@ class NerdGraphClient:
         if status in (401, 403):
             raise SourceError(
                 f"NerdGraph rejected the API key (HTTP {status}) for the {what}: use a New Relic User key "
-                f"(NRAK-...) with access to account {self.account_id} in NEW_RELIC_API_KEY or NIGHTWATCH_NEWRELIC_API_KEY"
+                f"(NRAK-...) with access to account {self.account_id} "
+                "in NEW_RELIC_API_KEY or NIGHTWATCH_NEWRELIC_API_KEY"
             )
         if status >= 400:
             raise SourceError(f"NerdGraph refused the {what} with HTTP {status}: {_snippet(response)}")

@@ -25,8 +25,19 @@ MAX_ATTRIBUTES = 200
 MAX_FRAMES = 200
 FRAME_SCAN_CHARS = 200_000  # frames are parsed from this much of a trace, however large the trace is
 _STACK_KEYS = ("stackTrace", "stack_trace", "error.stack_trace", "error.stackTrace")
-_SECRET_KEY = re.compile(r"(?i)password|passwd|secret|token|api[_-]?key|authorization|cookie|session|credential|private[_-]?key")
-_LIBRARY_MARKERS = ("gems/", "site-packages/", "dist-packages/", "usr/", "vendor/", "ruby/", "node_modules/", "lib/python")
+_SECRET_KEY = re.compile(
+    r"(?i)password|passwd|secret|token|api[_-]?key|authorization|cookie|session|credential|private[_-]?key"
+)
+_LIBRARY_MARKERS = (
+    "gems/",
+    "site-packages/",
+    "dist-packages/",
+    "usr/",
+    "vendor/",
+    "ruby/",
+    "node_modules/",
+    "lib/python",
+)
 
 
 # --- the NerdGraph envelope -------------------------------------------------------------------
@@ -35,7 +46,9 @@ _LIBRARY_MARKERS = ("gems/", "site-packages/", "dist-packages/", "usr/", "vendor
 def unwrap_results(response: Any, what: str) -> tuple[list[dict], list[str]]:
     """Rows of a NRQL response plus warnings; data + errors is a partial result, not a failure."""
     if not isinstance(response, dict):
-        raise SourceError(f"NerdGraph returned a malformed response for the {what}: a {type(response).__name__}, not an object")
+        raise SourceError(
+            f"NerdGraph returned a malformed response for the {what}: a {type(response).__name__}, not an object"
+        )
     problems = _graphql_errors(response.get("errors"))
     results = _dig(response, RESULTS_PATH)
     if not isinstance(results, list):
@@ -66,7 +79,8 @@ def _graphql_errors(errors: Any) -> list[str]:
 def _unusable(response: dict, what: str, results: Any, problems: list[str]) -> str:
     found = "missing" if results is None else f"a {type(results).__name__} instead of a list at"
     keys = ", ".join(sorted(map(str, response))) or "none"
-    message = f"NerdGraph returned a malformed response for the {what}: {found} {'.'.join(RESULTS_PATH)} (top-level keys: {keys})"
+    path = ".".join(RESULTS_PATH)
+    message = f"NerdGraph returned a malformed response for the {what}: {found} {path} (top-level keys: {keys})"
     if problems:
         message += "; NerdGraph errors: " + "; ".join(problems[:3])
     return message
@@ -149,8 +163,8 @@ def _group_from_row(row: Any, app_name: str) -> tuple[ErrorGroup, tuple[str, str
     if not isinstance(row, dict):
         raise ValueError(f"expected an object, got a {type(row).__name__}")
     facet = row.get("facet") if isinstance(row.get("facet"), list) else [None, None]
-    raw_class = row.get("error.class", facet[0] if facet else None)
-    raw_tx = row.get("transactionName", facet[1] if len(facet) > 1 else None)
+    raw_class = row.get("error.class") or (facet[0] if facet else None)
+    raw_tx = row.get("transactionName") or (facet[1] if len(facet) > 1 else None)
     if not isinstance(raw_class, str) or not raw_class.strip():
         raise ValueError(f"no error.class (got {raw_class!r})")
     if not isinstance(raw_tx, str) or not raw_tx.strip():
@@ -189,7 +203,9 @@ def merge_groups(a: ErrorGroup, b: ErrorGroup) -> ErrorGroup:
 
 _PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<method>.+?))?\s*$')
 _AT_FRAME = re.compile(r"^\s*at\s+(?:(?P<method>[^\s(]+)\s*\()?(?P<file>[^\s()]+?):(?P<line>\d+)(?::\d+)?\)?\s*$")
-_RUBY_FRAME = re.compile(r"^\s*(?:from\s+)?(?P<file>[^\s:'\"`(][^\s:]*):(?P<line>\d+)(?::in\s+[`'](?P<method>[^`']*)')?")
+_RUBY_FRAME = re.compile(
+    r"^\s*(?:from\s+)?(?P<file>[^\s:'\"`(][^\s:]*):(?P<line>\d+)(?::in\s+[`'](?P<method>[^`']*)')?"
+)
 
 
 def is_app_path(path: str) -> bool:
@@ -218,7 +234,9 @@ def stack_frames_with_notes(trace: str | list | bytes | None) -> tuple[list[Stac
     if frames and python_frames == len(frames):
         frames.reverse()  # Python prints the raising frame last
     if len(frames) > MAX_FRAMES:
-        notes.append(f"frames truncated: kept the top {MAX_FRAMES} of {len(frames)} ({len(frames) - MAX_FRAMES} dropped)")
+        notes.append(
+            f"frames truncated: kept the top {MAX_FRAMES} of {len(frames)} ({len(frames) - MAX_FRAMES} dropped)"
+        )
         frames = frames[:MAX_FRAMES]
     return frames, notes
 
@@ -309,11 +327,15 @@ def _clean_value(name: str, value: Any) -> Any:
     return clean(text, limit=ATTRIBUTE_LIMIT)[0]
 
 
-def parse_traces(fingerprint: str, tx_rows: list[Any], trace_rows: list[Any], trace_char_limit: int = 20_000) -> TraceData:
+def parse_traces(
+    fingerprint: str, tx_rows: list[Any], trace_rows: list[Any], trace_char_limit: int = 20_000
+) -> TraceData:
     """TraceData of one error: cleaned occurrences, the newest stack trace capped, its frames."""
     traces = sort_newest_first(trace_rows)
     raw = next((r[k] for r in traces for k in _STACK_KEYS if r.get(k)), None)
-    data = TraceData(fingerprint=fingerprint, transaction_errors=[clean_attributes(r) for r in tx_rows if isinstance(r, dict)])
+    data = TraceData(
+        fingerprint=fingerprint, transaction_errors=[clean_attributes(r) for r in tx_rows if isinstance(r, dict)]
+    )
     if raw is None:
         data.notes.append("no stack trace in the error traces" if traces else "no error traces found")
         return data

@@ -38,7 +38,7 @@ class NerdGraphDataset:
     error_traces: list[dict] = field(default_factory=list)
 
     @classmethod
-    def from_export(cls, export: dict) -> "NerdGraphDataset":
+    def from_export(cls, export: dict) -> NerdGraphDataset:
         data = cls(app_name=export["app_name"], facets=list(_results(export["errors"])))
         for detail in export.get("details", []):
             tags = {"error.class": detail["error_class"], "transactionName": detail["transaction"]}
@@ -68,7 +68,7 @@ RUBY_TRACE = "\n".join(
     [
         "app/models/order.rb:42:in 'Order#total'",
         "app/controllers/orders_controller.rb:12:in `show'",
-        "/usr/local/bundle/gems/actionpack-7.1.3/lib/action_controller/metal/basic_implicit_render.rb:6:in `send_action'",
+        "/usr/local/bundle/gems/actionpack-7.1.3/lib/action_controller/metal/implicit_render.rb:6:in `send_action'",
     ]
 )
 
@@ -77,40 +77,92 @@ def _ms(hours_before: float) -> int:
     return int((SAMPLE_EXPORTED_AT - timedelta(hours=hours_before)).timestamp() * 1000)
 
 
-def _facet(error_class: str, transaction: str, occurrences: int, message: str, first_h: float, last_h: float, status: int | None) -> dict:
+def _facet(
+    error_class: str,
+    transaction: str,
+    occurrences: int,
+    message: str,
+    first_h: float,
+    last_h: float,
+    status: int | None,
+) -> dict:
     return {
-        "facet": [error_class, transaction], "error.class": error_class, "transactionName": transaction,
-        "occurrences": occurrences, "message": message, "first_seen": _ms(first_h), "last_seen": _ms(last_h),
+        "facet": [error_class, transaction],
+        "error.class": error_class,
+        "transactionName": transaction,
+        "occurrences": occurrences,
+        "message": message,
+        "first_seen": _ms(first_h),
+        "last_seen": _ms(last_h),
         "http_status": status,
     }
 
 
 def _detail(error_class: str, transaction: str, hours: list[float], trace: str | list | None) -> dict:
-    occurrences = [{"timestamp": _ms(h), "error.class": error_class, "error.message": f"boom at {h}h",
-                    "request.uri": f"/{transaction.lower()}", "host": "web-1"} for h in hours]
-    traces = [{"timestamp": _ms(hours[0]), "error.class": error_class, "stackTrace": trace}] if trace is not None else []
-    return {"error_class": error_class, "transaction": transaction,
-            "transaction_errors": nerdgraph_response(occurrences), "error_traces": nerdgraph_response(traces)}
+    occurrences = [
+        {
+            "timestamp": _ms(h),
+            "error.class": error_class,
+            "error.message": f"boom at {h}h",
+            "request.uri": f"/{transaction.lower()}",
+            "host": "web-1",
+        }
+        for h in hours
+    ]
+    traces = (
+        [{"timestamp": _ms(hours[0]), "error.class": error_class, "stackTrace": trace}] if trace is not None else []
+    )
+    return {
+        "error_class": error_class,
+        "transaction": transaction,
+        "transaction_errors": nerdgraph_response(occurrences),
+        "error_traces": nerdgraph_response(traces),
+    }
 
 
 def sample_export() -> dict:
     """Four raw facets: a crash, a not-found split over two ids (one group), an old timeout, a weird name."""
     facets = [
         _facet("NoMethodError", "Controller/orders/show", 87, "undefined method `total' for nil:NilClass", 20, 1, 500),
-        _facet("ActiveRecord::RecordNotFound", "Controller/products/123/edit", 30, "Couldn't find Product with id=123", 10, 3, 404),
-        _facet("ActiveRecord::RecordNotFound", "Controller/products/456/edit", 12, "Couldn't find Product with id=456", 22, 2, 404),
+        _facet(
+            "ActiveRecord::RecordNotFound",
+            "Controller/products/123/edit",
+            30,
+            "Couldn't find Product with id=123",
+            10,
+            3,
+            404,
+        ),
+        _facet(
+            "ActiveRecord::RecordNotFound",
+            "Controller/products/456/edit",
+            12,
+            "Couldn't find Product with id=456",
+            22,
+            2,
+            404,
+        ),
         _facet("Net::ReadTimeout", "OtherTransaction/Sidekiq/ImportJob", 5, "Net::ReadTimeout", 40, 30, None),
         _facet(WEIRD_CLASS, WEIRD_TRANSACTION, 3, "quote ' and backslash \\", 5, 4, 500),
     ]
     details = [
         _detail("NoMethodError", "Controller/orders/show", [1, 2, 30], RUBY_TRACE),
-        _detail("ActiveRecord::RecordNotFound", "Controller/products/123/edit", [3], ["app/controllers/products_controller.rb:8:in `edit'"]),
+        _detail(
+            "ActiveRecord::RecordNotFound",
+            "Controller/products/123/edit",
+            [3],
+            ["app/controllers/products_controller.rb:8:in `edit'"],
+        ),
         _detail("ActiveRecord::RecordNotFound", "Controller/products/456/edit", [2], None),
         _detail(WEIRD_CLASS, WEIRD_TRANSACTION, [4], RUBY_TRACE),
     ]
     return {
-        "format": "nightwatch.nerdgraph-export/1", "account_id": 1234567, "app_name": "storefront-production",
-        "exported_at": "2026-11-21T06:00:00Z", "errors": nerdgraph_response(facets), "details": details,
+        "format": "nightwatch.nerdgraph-export/1",
+        "account_id": 1234567,
+        "app_name": "storefront-production",
+        "exported_at": "2026-11-21T06:00:00Z",
+        "errors": nerdgraph_response(facets),
+        "details": details,
     }
 
 
@@ -251,7 +303,7 @@ class FakeNerdGraph:
     def fail_next(self, *replies: Reply) -> None:
         self.server.fail_next("POST", "/graphql", *replies)
 
-    def __enter__(self) -> "FakeNerdGraph":
+    def __enter__(self) -> FakeNerdGraph:
         self.server.start()
         return self
 
@@ -267,7 +319,9 @@ class FakeNerdGraph:
             return Reply(400, {"errors": [{"message": "unsupported GraphQL query"}]})
         self.queries.append(variables.get("nrql", ""))
         if variables.get("accountId") != self.account_id:
-            return Reply(200, _graphql_error(f"Account {variables.get('accountId')} not found or not authorized", account=None))
+            return Reply(
+                200, _graphql_error(f"Account {variables.get('accountId')} not found or not authorized", account=None)
+            )
         try:
             query = parse_nrql(variables.get("nrql", ""))
         except (NrqlSyntaxError, IndexError, ValueError) as exc:

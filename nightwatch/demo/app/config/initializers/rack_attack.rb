@@ -15,8 +15,8 @@ class Rack::Attack
     request.get_header("HTTP_AUTHORIZATION").to_s.last(12).presence if request.path.start_with?("/api/")
   end
 
-  # Scanners probing for PHP and dotfiles.
+  # Scanners probing for the git directory.
   blocklist("scanners") do |request|
-    request.path.end_with?(".php") || request.path.start_with?("/.git")
+    request.path.start_with?("/.git")
   end
 end

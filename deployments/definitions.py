@@ -1,0 +1,38 @@
+"""The two deployments of one application: `nightly` (scheduled, batch triage) and `manual`.
+
+`python -m deployments.serve` serves both from this process (what `make ui` runs); `prefect deploy`
+with prefect.yaml registers the same two on a work pool for a platform team. One deployment pair per
+application: give each its own `settings_block`.
+"""
+
+from __future__ import annotations
+
+import os
+
+NIGHTLY_CRON = os.environ.get("NIGHTWATCH_CRON", "0 6 * * *")
+TIMEZONE = os.environ.get("NIGHTWATCH_TIMEZONE", "UTC")
+
+
+def nightly_parameters() -> dict:
+    return {"since_hours": 24.0, "mode": "batch", "dry_run": False}
+
+
+def manual_parameters() -> dict:
+    return {"since_hours": 24.0, "mode": "interactive", "dry_run": False}
+
+
+def build_deployments(settings_block: str | None = None) -> list:
+    from prefect.schedules import Cron
+
+    from flows.nightwatch import nightwatch_flow
+
+    extra = {"settings_block": settings_block} if settings_block else {}
+    nightly = nightwatch_flow.to_deployment(
+        name="nightly", schedule=Cron(NIGHTLY_CRON, timezone=TIMEZONE), parameters=nightly_parameters() | extra,
+        description="Every night: the last 24 h of production errors, triaged through Message Batches.", tags=["nightwatch"],
+    )
+    manual = nightwatch_flow.to_deployment(
+        name="manual", parameters=manual_parameters() | extra,
+        description="Run or rerun a night by hand; finished steps are reused from the cache.", tags=["nightwatch"],
+    )
+    return [nightly, manual]

@@ -1,0 +1,21 @@
+"""Serve the nightly and manual deployments from this process (`make ui` runs this)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nightwatch import environment
+
+
+def main() -> None:
+    environment.configure(Path(os.environ.get("NIGHTWATCH_HOME", ".nightwatch")).resolve())
+    from prefect import serve
+
+    from deployments.definitions import build_deployments
+
+    serve(*build_deployments(os.environ.get("NIGHTWATCH_SETTINGS_BLOCK")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""At most one draft pull request per night, carrying a validated fix; files instead when offline.
+
+The PR targets the repository's real default branch (asked, never assumed to be `main`), is always a
+draft, and is idempotent: its branch is named after the fingerprint and its body carries the
+fingerprint marker, so a rerun finds the open PR instead of opening another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
+
+from github.GithubException import UnknownObjectException
+from github.Repository import Repository
+from pydantic import SecretStr
+
+from nightwatch.codehosts.base import CodeHost, CodeHostError, digest_bytes, safe_relative_path
+from nightwatch.codehosts.github import GitHubError, github_client, github_errors
+from nightwatch.fix import ValidatedFix, refused_reason
+from nightwatch.models import CreatedPRResult, ErrorAnalysisResult
+from nightwatch.publishers.issues import LABEL, with_marker, write_atomic
+from nightwatch.render.issue import fingerprint_marker, hidden, pr_body, pr_title
+
+MAX_PULLS_SCANNED = 200
+
+
+def fix_branch(fingerprint: str) -> str:
+    return f"nightwatch/fix-{fingerprint}"
+
+
+class PullRequestPublisher(Protocol):
+    def find_open_pr(self, fingerprint: str) -> tuple[int, str] | None: ...
+
+    def create_draft_pr(
+        self, title: str, body: str, branch: str, base: str | None, changes: dict[str, str], fingerprint: str
+    ) -> tuple[int, str]: ...
+
+
+# GitHub ---------------------------------------------------------------------------------------------
+class GitHubPRPublisher:
+    """Branch from the base's head, one commit per file, a draft PR labelled `nightwatch`."""
+
+    def __init__(
+        self,
+        repo: str,
+        token: SecretStr,
+        base_url: str = "https://api.github.com",
+        timeout: int = 15,
+        retries: int = 3,
+        *,
+        label: str = LABEL,
+        backoff_factor: float = 0.5,
+        seconds_between_requests: float | None = 0.25,
+        seconds_between_writes: float | None = 1.0,
+    ) -> None:
+        self.repo_name, self.label = repo, label
+        self._gh = github_client(token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes)
+
+    @cached_property
+    def repository(self) -> Repository:
+        with github_errors(f"opening {self.repo_name}", not_found=f"GitHub repository not found or not visible: {self.repo_name}"):
+            return self._gh.get_repo(self.repo_name)
+
+    def find_open_pr(self, fingerprint: str) -> tuple[int, str] | None:
+        marker, branch = hidden(fingerprint_marker(fingerprint)), fix_branch(fingerprint)
+        with github_errors("looking for an open fix pull request"):
+            for pr in self.repository.get_pulls(state="open", sort="created", direction="desc")[:MAX_PULLS_SCANNED]:
+                if pr.head.ref == branch or marker in (pr.body or ""):
+                    return pr.number, pr.html_url
+        return None
+
+    def create_draft_pr(
+        self, title: str, body: str, branch: str, base: str | None, changes: dict[str, str], fingerprint: str
+    ) -> tuple[int, str]:
+        try:
+            with github_errors(f"opening a draft pull request from {branch}"):
+                base_name = base or self.repository.default_branch
+                self._ensure_branch(branch, base_name)
+                for path, content in sorted(changes.items()):
+                    self._commit_file(branch, path, content, title)
+                pr = self.repository.create_pull(
+                    base=base_name, head=branch, title=title, body=with_marker(body, fingerprint_marker(fingerprint)), draft=True
+                )
+        except GitHubError as exc:
+            found = self.find_open_pr(fingerprint) if exc.status == 422 and "already exists" in str(exc) else None
+            if found:
+                return found
+            raise
+        with contextlib.suppress(GitHubError), github_errors("labelling the pull request"):
+            pr.add_to_labels(self.label)  # cosmetic: a missing label never fails the fix
+        return pr.number, pr.html_url
+
+    def _ensure_branch(self, branch: str, base: str) -> None:
+        """Create the fix branch at the base's head, unless an earlier attempt already did."""
+        try:
+            self.repository.get_git_ref(f"heads/{branch}").object.sha
+            return
+        except UnknownObjectException:
+            pass
+        sha = self.repository.get_git_ref(f"heads/{base}").object.sha
+        self.repository.create_git_ref(f"refs/heads/{branch}", sha)
+
+    def _commit_file(self, branch: str, path: str, content: str, message: str) -> None:
+        try:
+            existing = self.repository.get_contents(path, ref=branch)
+        except UnknownObjectException:
+            existing = None
+        if isinstance(existing, list):
+            raise GitHubError(f"{path} is a directory on {branch}; the fix cannot write it")
+        if existing is None:
+            self.repository.create_file(path, message, content, branch=branch)
+        elif existing.decoded_content != content.encode("utf-8"):  # equal: committed by an earlier attempt
+            self.repository.update_file(path, message, content, existing.sha, branch=branch)
+
+
+# files ----------------------------------------------------------------------------------------------
+class FilePRPublisher:
+    """The same contract over files: root/pulls/<number>-<fingerprint>/PR.md and files/, plus index.json."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def _index(self) -> list[dict]:
+        path = self.root / "index.json"
+        if not path.exists():
+            return []
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["pulls"]
+        except (ValueError, KeyError) as exc:
+            raise CodeHostError(f"pull request index is damaged: {path} ({exc}); fix or remove it") from exc
+
+    def _url(self, entry: dict) -> str:
+        return (self.root / entry["folder"] / "PR.md").resolve().as_uri()
+
+    def find_open_pr(self, fingerprint: str) -> tuple[int, str] | None:
+        entry = next((e for e in self._index() if e["fingerprint"] == fingerprint and e["state"] == "open"), None)
+        return (entry["number"], self._url(entry)) if entry else None
+
+    def create_draft_pr(
+        self, title: str, body: str, branch: str, base: str | None, changes: dict[str, str], fingerprint: str
+    ) -> tuple[int, str]:
+        pulls = self._index()
+        number = max((e["number"] for e in pulls), default=0) + 1
+        entry = {"number": number, "fingerprint": fingerprint, "title": title, "branch": branch, "base": base,
+                 "state": "open", "draft": True, "folder": f"pulls/{number}-{fingerprint}", "files": sorted(changes)}
+        folder = self.root / entry["folder"]
+        for path, content in changes.items():
+            write_atomic(folder / "files" / safe_relative_path(path), content)
+        header = f"# {title}\n\n- Draft: yes\n- Branch: `{branch}`\n- Base: `{base}`\n\n"
+        write_atomic(folder / "PR.md", header + with_marker(body, fingerprint_marker(fingerprint)))
+        write_atomic(self.root / "index.json", json.dumps({"pulls": pulls + [entry]}, indent=2) + "\n")
+        return number, self._url(entry)
+
+
+# the step ---------------------------------------------------------------------------------------------
+def propose_fix(
+    result: ErrorAnalysisResult,
+    fix: ValidatedFix,
+    publisher: PullRequestPublisher,
+    host: CodeHost,
+    run_id: str,
+    issue_number: int | None,
+    report_dir: Path | None,
+) -> CreatedPRResult:
+    """Open (or find) the draft PR for one validated fix; the diff is written to report_dir either way."""
+    fp, branch = result.fingerprint, fix_branch(result.fingerprint)
+    title, body = pr_title(result), pr_body(result, fix, issue_number)
+    diff_path = None
+    if report_dir is not None:
+        diff_path = Path(report_dir) / "pr" / f"{fp}.diff"
+        write_atomic(diff_path, fix.diff)
+    try:
+        outcome = _publish(result, fix, publisher, host, title, body)
+    except CodeHostError as exc:
+        outcome = CreatedPRResult(fingerprint=fp, action="skipped", branch=branch, reason=f"error: {exc}")
+    outcome.diff_path = str(diff_path) if diff_path else None
+    if report_dir is not None:
+        _write_summary(Path(report_dir) / "pr" / f"{fp}.md", outcome, title, body, run_id)
+    return outcome
+
+
+def _publish(
+    result: ErrorAnalysisResult, fix: ValidatedFix, publisher: PullRequestPublisher, host: CodeHost, title: str, body: str
+) -> CreatedPRResult:
+    fp, branch = result.fingerprint, fix_branch(result.fingerprint)
+    refused = next((f"{p}: {refused_reason(p)}" for p in fix.changes if refused_reason(p)), None)
+    if refused:
+        return CreatedPRResult(fingerprint=fp, action="skipped", branch=branch, reason=f"refused {refused}")
+    base = host.default_branch()
+    existing = publisher.find_open_pr(fp)
+    if existing:
+        return CreatedPRResult(fingerprint=fp, action="exists", pr_number=existing[0], url=existing[1], branch=branch, base_branch=base)
+    stale = _changed_since_validation(fix, host)
+    if stale:
+        return CreatedPRResult(fingerprint=fp, action="skipped", branch=branch, base_branch=base,
+                               reason=f"files changed since the fix was validated: {', '.join(stale)}")
+    number, url = publisher.create_draft_pr(title, body, branch, base, fix.changes, fp)
+    return CreatedPRResult(fingerprint=fp, action="created", pr_number=number, url=url, branch=branch, base_branch=base)
+
+
+def _changed_since_validation(fix: ValidatedFix, host: CodeHost) -> list[str]:
+    """A fix is only committed over the exact text it was validated against."""
+    return [path for path, digest in sorted(fix.base_digests.items()) if host.file_digest(path) != digest]
+
+
+def _write_summary(path: Path, outcome: CreatedPRResult, title: str, body: str, run_id: str) -> None:
+    where = f"#{outcome.pr_number} {outcome.url}" if outcome.pr_number else "no pull request"
+    lines = [f"# {title}", "", f"- Action: **{outcome.action}** ({where})", f"- Branch: `{outcome.branch}`",
+             f"- Base: `{outcome.base_branch or '?'}`", f"- Run: `{run_id}`"]
+    if outcome.reason:
+        lines.append(f"- Reason: {outcome.reason}")
+    write_atomic(path, "\n".join(lines) + "\n\n---\n\n" + body)

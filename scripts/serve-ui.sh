@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A local Prefect server (UI on 127.0.0.1:PORT) and a process serving the NightWatch deployments.
+# Ctrl-C stops both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PORT="${1:-4200}"
+export NIGHTWATCH_HOME="${NIGHTWATCH_HOME:-$PWD/.nightwatch}"
+export PREFECT_HOME="${PREFECT_HOME:-$NIGHTWATCH_HOME/prefect-server}"
+export PREFECT_RESULTS_LOCAL_STORAGE_PATH="${PREFECT_RESULTS_LOCAL_STORAGE_PATH:-$NIGHTWATCH_HOME/results}"
+export PREFECT_API_URL="http://127.0.0.1:${PORT}/api"
+export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
+mkdir -p "$NIGHTWATCH_HOME"
+.venv/bin/prefect server start --host 127.0.0.1 --port "$PORT" > "$NIGHTWATCH_HOME/prefect-server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
+for _ in $(seq 1 90); do
+  if .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen('$PREFECT_API_URL/health', timeout=1)" 2>/dev/null; then break; fi
+  kill -0 $server 2>/dev/null || { echo "prefect server exited; see $NIGHTWATCH_HOME/prefect-server.log" >&2; exit 1; }
+  sleep 1
+done
+echo "Prefect UI: http://127.0.0.1:${PORT}  (deployments: nightwatch/nightly, nightwatch/manual)"
+.venv/bin/python -m deployments.serve
