@@ -17,7 +17,7 @@ from github.GithubException import UnknownObjectException
 from github.Repository import Repository
 from pydantic import SecretStr
 
-from nightwatch.codehosts.base import CodeHost, CodeHostError, digest_bytes, safe_relative_path
+from nightwatch.codehosts.base import CodeHost, CodeHostError, safe_relative_path
 from nightwatch.codehosts.github import GitHubError, github_client, github_errors
 from nightwatch.fix import ValidatedFix, refused_reason
 from nightwatch.models import CreatedPRResult, ErrorAnalysisResult

@@ -120,7 +120,7 @@ class ExportFileSource:
             except (ValueError, OverflowError, OSError):
                 continue  # left for the parser to report
             if moment is not None:
-                moved[key] = int((moment + self._shift).timestamp() * 1000)
+                moved[key] = round((moment + self._shift).timestamp() * 1000)
         return moved
 
 

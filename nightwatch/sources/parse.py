@@ -254,7 +254,11 @@ def _trace_lines(trace: str | list | bytes | None) -> tuple[list[Any], list[str]
         as_list = _json_list(text)
         return (as_list if as_list is not None else text.splitlines()), notes
     if isinstance(trace, (list, tuple)):
-        return list(trace[: MAX_FRAMES * 5]), []
+        bound = MAX_FRAMES * 5
+        notes = (
+            [f"frames truncated: parsed the first {bound:,} of {len(trace):,} entries"] if len(trace) > bound else []
+        )
+        return list(trace[:bound]), notes
     return [], [f"stack trace of unexpected type {type(trace).__name__} ignored"]
 
 
