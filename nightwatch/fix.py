@@ -138,5 +138,5 @@ def choose_best_fix(results: list[ErrorAnalysisResult]) -> ErrorAnalysisResult |
     candidates = [r for r in results if r.analysis and r.analysis.has_fix and r.analysis.file_changes]
     if not candidates:
         return None
-    return max(candidates, key=lambda r: (_CONFIDENCE_RANK[r.analysis.confidence], r.error.occurrences))  # type: ignore[union-attr]
+    return max(candidates, key=lambda r: (_CONFIDENCE_RANK[r.analysis.confidence], r.error.occurrences))  # type: ignore
 

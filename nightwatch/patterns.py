@@ -149,7 +149,7 @@ def recurring_classes(results: list[ErrorAnalysisResult], history: list[dict]) -
         patterns.append(
             DetectedPattern(
                 title=f"Recurring {error_class}",
-                description=f"{error_class} was seen in {count} runs across {len(entries)} distinct errors.",
+                description=f"{error_class} appeared {count} times over the runs, in {len(entries)} distinct errors.",
                 error_classes=[error_class],
                 modules=sorted({module_of(str(e.get("transaction", ""))) for e in entries}),
                 occurrences=sum(int(e.get("occurrences") or 0) for e in entries),
@@ -291,8 +291,9 @@ def _already_covered(error_class: str, tonight: list[ErrorAnalysisResult], rules
 
 
 def rule_matches(rule: dict, result: ErrorAnalysisResult) -> bool:
-    """Does an ignore rule ({pattern, match, field?}) match the error? Without `field`, any field may."""
-    fields = [rule["field"]] if rule.get("field") else ["error_class", "message", "transaction"]
+    """Does an ignore rule ({pattern, match, field}) match the error? Field `any` (or none) tries all three."""
+    field = rule.get("field") or "any"
+    fields = ["error_class", "message", "transaction"] if field == "any" else [field]
     texts = [str(getattr(result.error, f, "") or "") for f in fields]
     return any(_text_matches(str(rule.get("pattern", "")), str(rule.get("match", "contains")), t) for t in texts)
 

@@ -39,7 +39,9 @@ from nightwatch.models import (
 STARTED = datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc)
 
 
-def make_calls(n: int, run_id: str = "run-1", fingerprint: str = "0123456789abcdef", mode: str = "direct"):  # type: ignore[no-untyped-def]
+def make_calls(
+    n: int, run_id: str = "run-1", fingerprint: str = "0123456789abcdef", mode: str = "direct"
+) -> list[ModelCall]:
     return [
         ModelCall(call_id=f"{run_id}-{fingerprint}-{i}", run_id=run_id, fingerprint=fingerprint, phase="investigate",
                   iteration=i, model="claude-sonnet-4-6", mode=mode,  # type: ignore[arg-type]
@@ -69,8 +71,8 @@ def populate(home: Path) -> None:
         store.write_tool_calls(run_id, started, "a-investigate", results[0].tool_calls)
         store.write_analyses(run_id, started, results)
         store.write_errors(run_id, started, [r.error for r in results], {results[0].fingerprint}, {})
-        store.write_run(RunReport(run_id=run_id, started_at=started, window=Window.ending_at(started, timedelta(days=1)),
-                                  results=results))
+        window = Window.ending_at(started, timedelta(days=1))
+        store.write_run(RunReport(run_id=run_id, started_at=started, window=window, results=results))
     knowledge = home / "knowledge"
     write_error_doc(make_result("run-1", "NoMethodError", 4), knowledge)
     store.write_knowledge_index(rebuild_index(knowledge))

@@ -103,7 +103,8 @@ def test_document_roundtrip_has_seed_fields_and_sections(knowledge: Path) -> Non
     assert section(body, "Root Cause") == result.analysis.root_cause
     assert section(body, "Analysis") == result.analysis.reasoning
     assert section(body, "Next Steps") == "- Add nil guard on Order.find"
-    assert section(body, "File Changes") == "- `app/controllers/orders_controller.rb`: modify — Replace find with find_by"
+    change = "- `app/controllers/orders_controller.rb`: modify — Replace find with find_by"
+    assert section(body, "File Changes") == change
 
 
 def test_same_fingerprint_in_a_later_run_updates_the_one_document(knowledge: Path) -> None:
@@ -222,7 +223,8 @@ def test_fingerprint_prefix_collision_is_resolved_by_frontmatter(knowledge: Path
     result = make_result()
     decoy = knowledge / "errors" / f"2026-01-01_other_{result.fingerprint[:8]}.md"
     decoy.parent.mkdir(parents=True)
-    decoy.write_text(f"---\nfingerprint: {result.fingerprint[:8]}ffffffff\nerror_class: X\ntransaction: Y\n---\n\nbody\n")
+    other = f"{result.fingerprint[:8]}ffffffff"
+    decoy.write_text(f"---\nfingerprint: {other}\nerror_class: X\ntransaction: Y\n---\n\nbody\n")
     path = write_error_doc(result, knowledge)
     assert path != decoy and find_error_doc(knowledge, result.fingerprint) == path
 

@@ -53,7 +53,8 @@ def make_calls(n: int, fingerprint: str = "a1b2c3d4e5f60718", run_id: str = RUN_
 
 def make_result(error_class: str = "NoMethodError", source: str = "model", with_analysis: bool = True,
                 run_id: str = RUN_ID) -> ErrorAnalysisResult:
-    error = ErrorGroup(error_class=error_class, transaction="Controller/orders/update", message="undefined", occurrences=9)
+    error = ErrorGroup(error_class=error_class, transaction="Controller/orders/update", message="undefined",
+                       occurrences=9)
     analysis = Analysis(title="t", reasoning="r", root_cause="c", has_fix=True, confidence="high")
     return ErrorAnalysisResult(
         run_id=run_id, error=error, verdict=TriageVerdict(fingerprint=error.fingerprint, route="deep"),

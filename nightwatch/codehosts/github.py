@@ -14,11 +14,17 @@ import re
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from functools import cached_property
+from itertools import islice
 from typing import Any, Iterator
 
 import requests
 from github import Auth, Github, GithubException, GithubRetry
-from github.GithubException import BadCredentialsException, RateLimitExceededException, UnknownObjectException
+from github.GithubException import (
+    BadAttributeException,
+    BadCredentialsException,
+    RateLimitExceededException,
+    UnknownObjectException,
+)
 from github.Repository import Repository
 from pydantic import SecretStr
 from urllib3 import Retry
@@ -41,6 +47,9 @@ from nightwatch.models import CorrelatedPR
 REPO_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
 MAX_PRS_SCANNED = 200  # closed PRs looked at per call, newest update first
 MAX_FILES_PER_PR = 300
+RATE_LIMIT_MAX_WAIT_S = 60  # wait out a short rate-limit reset; a longer one fails the call with a clear message
+# Paginated lists are cut with itertools.islice, never sliced: PyGithub 2.x raises IndexError when a
+# slice of an empty result is iterated.
 
 
 class GitHubError(CodeHostError):
@@ -66,10 +75,10 @@ def github_client(
         raise GitHubError("no GitHub token: set GITHUB_TOKEN (or NIGHTWATCH_GITHUB_TOKEN)")
     retry = GithubRetry(
         total=retries, backoff_factor=backoff_factor, status_forcelist=[429, *range(500, 600)],
-        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS, max_rate_limit_wait=300,
+        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS, max_rate_limit_wait=RATE_LIMIT_MAX_WAIT_S,
     )
     return Github(
-        base_url=base_url.rstrip("/"), auth=Auth.Token(secret), timeout=timeout, retry=retry,
+        base_url=base_url.rstrip("/"), auth=Auth.Token(secret), timeout=timeout, retry=retry, per_page=100,
         seconds_between_requests=seconds_between_requests, seconds_between_writes=seconds_between_writes,
     )
 
@@ -88,9 +97,26 @@ def github_errors(doing: str, not_found: str | None = None) -> Iterator[None]:
     except GithubException as exc:
         if exc.status == 404:
             raise GitHubError(not_found or f"not found on GitHub while {doing}", 404) from exc
-        raise GitHubError(f"GitHub API error {exc.status} while {doing}: {_message(exc)}", exc.status) from exc
+        hint = " (check the token's permissions)" if exc.status == 403 else ""
+        raise GitHubError(f"GitHub API error {exc.status} while {doing}: {_message(exc)}{hint}", exc.status) from exc
+    except requests.exceptions.RetryError as exc:
+        raise GitHubError(f"GitHub kept failing while {doing}; gave up after retries ({_reason(exc)})") from exc
     except requests.exceptions.RequestException as exc:
-        raise GitHubError(f"GitHub unreachable while {doing}: {type(exc).__name__}") from exc
+        what = "did not answer in time" if "timed out" in str(exc).lower() else "was unreachable"
+        raise GitHubError(f"GitHub {what} while {doing}") from exc
+    except (ValueError, BadAttributeException) as exc:
+        raise GitHubError(f"GitHub sent a malformed reply while {doing}") from exc
+
+
+def _reason(exc: Exception) -> str:
+    found = re.search(r"too many \d+ error responses", str(exc))
+    return found.group(0) if found else type(exc).__name__
+
+
+def open_repository(gh: Github, repo: str) -> Repository:
+    """The repository object (one GET), or a GitHubError saying it is missing or invisible to the token."""
+    with github_errors(f"opening {repo}", not_found=f"GitHub repository not found or not visible: {repo}"):
+        return gh.get_repo(repo)
 
 
 def _message(exc: GithubException) -> str:
@@ -124,8 +150,7 @@ class GitHubHost:
 
     @cached_property
     def repository(self) -> Repository:
-        with github_errors(f"opening {self.repo_name}", not_found=f"GitHub repository not found or not visible: {self.repo_name}"):
-            return self._gh.get_repo(self.repo_name)
+        return open_repository(self._gh, self.repo_name)
 
     # reading ------------------------------------------------------------------------------------
     def _contents(self, rel: str, missing: str) -> Any:
@@ -137,6 +162,8 @@ class GitHubHost:
         content = self._contents(rel, f"no such file: {rel} (list_directory or search_code can find the right path)")
         if isinstance(content, list):
             raise CodeHostError(f"{rel} is a directory; use list_directory")
+        if content.type is None:
+            raise GitHubError(f"GitHub sent a malformed reply while reading {rel}")
         if content.type != "file":
             raise CodeHostError(f"{rel} is a {content.type}, not a file")
         if content.encoding != "base64":
@@ -184,14 +211,15 @@ class GitHubHost:
         hits: list[SearchHit] = []
         with github_errors(f"searching code for {query!r}"):
             results = self._gh.search_code(_search_terms(query, regex), **qualifiers)
-            for item in results[: self.max_search_files]:
+            for item in islice(results, self.max_search_files):
                 if glob_matches(item.path, path_glob):
-                    hits.extend(self._hits_in(item.path, matches)[: limit - len(hits)])
+                    hits.extend(self._hits_in(item.path, matches, fallback=not regex)[: limit - len(hits)])
                 if len(hits) >= limit:
                     break
         return hits
 
-    def _hits_in(self, path: str, matches: Any) -> list[SearchHit]:
+    def _hits_in(self, path: str, matches: Any, fallback: bool) -> list[SearchHit]:
+        """The matching lines of one file; with `fallback`, a line-0 hit when GitHub's words span lines."""
         try:
             _, data = self._file_bytes(path)
         except CodeHostError:
@@ -200,7 +228,9 @@ class GitHubHost:
             return []
         lines = data.decode("utf-8", errors="replace").splitlines()
         found = [SearchHit(path=path, line=n, text=hit_text(line)) for n, line in enumerate(lines, 1) if matches(line)]
-        return found or [SearchHit(path=path, line=0, text="matched by GitHub code search (not on a single line)")]
+        if found or not fallback:
+            return found
+        return [SearchHit(path=path, line=0, text="matched by GitHub code search (not on a single line)")]
 
     # repository facts ---------------------------------------------------------------------------
     def default_branch(self) -> str:
@@ -213,12 +243,12 @@ class GitHubHost:
         base = self.default_branch()
         found: list[CorrelatedPR] = []
         with github_errors("listing merged pull requests"):
-            for pr in self.repository.get_pulls(state="closed", sort="updated", direction="desc")[:MAX_PRS_SCANNED]:
+            for pr in islice(self.repository.get_pulls(state="closed", sort="updated", direction="desc"), MAX_PRS_SCANNED):
                 if pr.updated_at and pr.updated_at < since:
                     break
                 if pr.merged_at is None or pr.merged_at < since or pr.base.ref != base:
                     continue
-                files = [f.filename for f in pr.get_files()[:MAX_FILES_PER_PR]]
+                files = [f.filename for f in islice(pr.get_files(), MAX_FILES_PER_PR)]
                 author = pr.user.login if pr.user else ""
                 found.append(CorrelatedPR(number=pr.number, title=pr.title, url=pr.html_url, author=author,
                                           merged_at=pr.merged_at, files=files))

@@ -12,6 +12,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -19,7 +20,7 @@ from github.Repository import Repository
 from pydantic import BaseModel, SecretStr
 
 from nightwatch.codehosts.base import CodeHostError
-from nightwatch.codehosts.github import github_client, github_errors
+from nightwatch.codehosts.github import github_client, github_errors, open_repository
 from nightwatch.models import CreatedIssueResult, ErrorAnalysisResult
 from nightwatch.render.issue import fingerprint_marker, hidden, issue_body, issue_title, occurrence_comment, run_marker
 
@@ -47,8 +48,17 @@ class IssueTracker(Protocol):
     def open_issue_count(self, label: str) -> int: ...
 
 
+def hidden_form(marker: str) -> str:
+    """Markers are matched only as NightWatch writes them (an HTML comment), never as bare text."""
+    return marker if marker.startswith("<!--") else hidden(marker)
+
+
+def carries(text: str | None, marker: str) -> bool:
+    return hidden_form(marker) in (text or "")
+
+
 def with_marker(body: str, marker: str) -> str:
-    return body if marker in body else f"{body.rstrip()}\n\n{hidden(marker)}\n"
+    return body if carries(body, marker) else f"{body.rstrip()}\n\n{hidden_form(marker)}\n"
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -77,32 +87,34 @@ class GitHubIssueTracker:
         seconds_between_writes: float | None = 1.0,
     ) -> None:
         self.repo_name, self.label = repo, label
-        self._gh = github_client(token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes)
+        self._gh = github_client(
+            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
+        )
 
     @cached_property
     def repository(self) -> Repository:
-        with github_errors(f"opening {self.repo_name}", not_found=f"GitHub repository not found or not visible: {self.repo_name}"):
-            return self._gh.get_repo(self.repo_name)
+        return open_repository(self._gh, self.repo_name)
 
     def find_by_fingerprint(self, fingerprint: str) -> TrackedIssue | None:
-        marker = hidden(fingerprint_marker(fingerprint))
+        marker = fingerprint_marker(fingerprint)
         with github_errors("looking for the issue of an error"):
             listing = self.repository.get_issues(state="all", labels=[self.label], sort="created", direction="desc")
-            for issue in listing[:MAX_ISSUES_SCANNED]:
-                if not _is_pull(issue.html_url) and marker in (issue.body or ""):
+            for issue in islice(listing, MAX_ISSUES_SCANNED):
+                if not _is_pull(issue.html_url) and carries(issue.body, marker):
                     return TrackedIssue(number=issue.number, url=issue.html_url, state=issue.state, title=issue.title)
         return None
 
     def create_issue(self, title: str, body: str, labels: list[str], fingerprint: str) -> TrackedIssue:
         names = list(dict.fromkeys([self.label, *labels]))
         with github_errors("creating an issue"):
-            issue = self.repository.create_issue(title=title, body=with_marker(body, fingerprint_marker(fingerprint)), labels=names)
+            body = with_marker(body, fingerprint_marker(fingerprint))
+            issue = self.repository.create_issue(title=title, body=body, labels=names)
         return TrackedIssue(number=issue.number, url=issue.html_url, state=issue.state, title=issue.title)
 
     def add_comment(self, number: int, body: str, marker: str) -> bool:
         with github_errors(f"commenting on issue #{number}", not_found=f"issue #{number} not found"):
             issue = self.repository.get_issue(number)
-            if marker in (issue.body or "") or any(marker in (c.body or "") for c in issue.get_comments()):
+            if carries(issue.body, marker) or any(carries(c.body, marker) for c in issue.get_comments()):
                 return False
             issue.create_comment(with_marker(body, marker))
         return True
@@ -110,7 +122,7 @@ class GitHubIssueTracker:
     def open_issue_count(self, label: str) -> int:
         with github_errors("counting open issues"):
             listing = self.repository.get_issues(state="open", labels=[label])
-            return sum(1 for issue in listing[:MAX_ISSUES_SCANNED] if not _is_pull(issue.html_url))
+            return sum(1 for issue in islice(listing, MAX_ISSUES_SCANNED) if not _is_pull(issue.html_url))
 
 
 def _is_pull(html_url: str | None) -> bool:
@@ -163,7 +175,7 @@ class FileIssueTracker:
             raise CodeHostError(f"issue #{number} not found in {self._index_path}")
         path = self.root / entry["file"]
         text = path.read_text(encoding="utf-8")
-        if marker in text:
+        if carries(text, marker):
             return False
         heading = "" if COMMENTS_HEADING in text else f"\n{COMMENTS_HEADING}\n"
         write_atomic(path, f"{text.rstrip()}\n{heading}\n---\n\n{with_marker(body, marker)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
@@ -18,11 +19,11 @@ from github.Repository import Repository
 from pydantic import SecretStr
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError, safe_relative_path
-from nightwatch.codehosts.github import GitHubError, github_client, github_errors
+from nightwatch.codehosts.github import GitHubError, github_client, github_errors, open_repository
 from nightwatch.fix import ValidatedFix, refused_reason
 from nightwatch.models import CreatedPRResult, ErrorAnalysisResult
-from nightwatch.publishers.issues import LABEL, with_marker, write_atomic
-from nightwatch.render.issue import fingerprint_marker, hidden, pr_body, pr_title
+from nightwatch.publishers.issues import LABEL, carries, with_marker, write_atomic
+from nightwatch.render.issue import fingerprint_marker, pr_body, pr_title
 
 MAX_PULLS_SCANNED = 200
 
@@ -57,18 +58,19 @@ class GitHubPRPublisher:
         seconds_between_writes: float | None = 1.0,
     ) -> None:
         self.repo_name, self.label = repo, label
-        self._gh = github_client(token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes)
+        self._gh = github_client(
+            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
+        )
 
     @cached_property
     def repository(self) -> Repository:
-        with github_errors(f"opening {self.repo_name}", not_found=f"GitHub repository not found or not visible: {self.repo_name}"):
-            return self._gh.get_repo(self.repo_name)
+        return open_repository(self._gh, self.repo_name)
 
     def find_open_pr(self, fingerprint: str) -> tuple[int, str] | None:
-        marker, branch = hidden(fingerprint_marker(fingerprint)), fix_branch(fingerprint)
+        marker, branch = fingerprint_marker(fingerprint), fix_branch(fingerprint)
         with github_errors("looking for an open fix pull request"):
-            for pr in self.repository.get_pulls(state="open", sort="created", direction="desc")[:MAX_PULLS_SCANNED]:
-                if pr.head.ref == branch or marker in (pr.body or ""):
+            for pr in islice(self.repository.get_pulls(state="open", sort="created", direction="desc"), MAX_PULLS_SCANNED):
+                if pr.head.ref == branch or carries(pr.body, marker):
                     return pr.number, pr.html_url
         return None
 
@@ -118,13 +120,17 @@ class GitHubPRPublisher:
 
 # files ----------------------------------------------------------------------------------------------
 class FilePRPublisher:
-    """The same contract over files: root/pulls/<number>-<fingerprint>/PR.md and files/, plus index.json."""
+    """The same contract over files: root/pulls/<number>-<fingerprint>/{PR.md,files/} plus root/pulls/index.json.
+
+    The index lives under pulls/ so the file issue tracker can share the same root (its index is root/index.json).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._index_path = self.root / "pulls" / "index.json"
 
     def _index(self) -> list[dict]:
-        path = self.root / "index.json"
+        path = self._index_path
         if not path.exists():
             return []
         try:
@@ -151,7 +157,7 @@ class FilePRPublisher:
             write_atomic(folder / "files" / safe_relative_path(path), content)
         header = f"# {title}\n\n- Draft: yes\n- Branch: `{branch}`\n- Base: `{base}`\n\n"
         write_atomic(folder / "PR.md", header + with_marker(body, fingerprint_marker(fingerprint)))
-        write_atomic(self.root / "index.json", json.dumps({"pulls": pulls + [entry]}, indent=2) + "\n")
+        write_atomic(self._index_path, json.dumps({"pulls": pulls + [entry]}, indent=2) + "\n")
         return number, self._url(entry)
 
 
@@ -192,7 +198,8 @@ def _publish(
     base = host.default_branch()
     existing = publisher.find_open_pr(fp)
     if existing:
-        return CreatedPRResult(fingerprint=fp, action="exists", pr_number=existing[0], url=existing[1], branch=branch, base_branch=base)
+        number, url = existing
+        return CreatedPRResult(fingerprint=fp, action="exists", pr_number=number, url=url, branch=branch, base_branch=base)
     stale = _changed_since_validation(fix, host)
     if stale:
         return CreatedPRResult(fingerprint=fp, action="skipped", branch=branch, base_branch=base,

@@ -104,17 +104,16 @@ def _demo_banner() -> str:
 
 def _error_section(result: ErrorAnalysisResult) -> str:
     error = result.error
-    lines = ["## Error", f"**{code(error.error_class)}** in {code(error.transaction)}"]
+    blocks = ["## Error", f"**{code(error.error_class)}** in {code(error.transaction)}"]
     if error.message:
-        lines.append(fenced(safe(error.message, 2_000)))
+        blocks.append(fenced(safe(error.message, 2_000)))
     seen = lambda when: f"{when:%Y-%m-%d %H:%M} UTC" if when else "—"  # noqa: E731
-    lines += [
-        "| Occurrences | First seen | Last seen | App | HTTP status |",
-        "|---|---|---|---|---|",
-        f"| {error.occurrences:,} | {seen(error.first_seen)} | {seen(error.last_seen)} | "
-        f"{_one_line(prose(error.app_name, 100)).replace('|', '/') or '—'} | {error.http_status or '—'} |",
-    ]
-    return "\n".join(lines)
+    app = _one_line(prose(error.app_name, 100)).replace("|", "/") or "—"
+    blocks.append(
+        "| Occurrences | First seen | Last seen | App | HTTP status |\n|---|---|---|---|---|\n"
+        f"| {error.occurrences:,} | {seen(error.first_seen)} | {seen(error.last_seen)} | {app} | {error.http_status or '—'} |"
+    )
+    return "\n\n".join(blocks)
 
 
 def _cause_section(result: ErrorAnalysisResult) -> str:
@@ -195,8 +194,9 @@ def occurrence_comment(result: ErrorAnalysisResult, run_id: str, issue_state: st
              + (f", last at {error.last_seen:%Y-%m-%d %H:%M} UTC." if error.last_seen else ".")]
     if issue_state == "closed":
         lines.append("This issue is closed, but the error happened again. Reopen it if the fix did not hold.")
-    if result.analysis and result.analysis.root_cause:
-        lines.append(f"Latest analysis ({result.analysis.confidence} confidence): {_one_line(prose(result.analysis.root_cause, 1_000))}")
+    analysis = result.analysis
+    if analysis and analysis.root_cause:
+        lines.append(f"Latest analysis ({analysis.confidence} confidence): {_one_line(prose(analysis.root_cause, 1_000))}")
     return "\n\n".join(lines) + "\n\n" + hidden(run_marker(run_id)) + "\n"
 
 

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import itertools
 import math
+import socket
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import unquote, urlencode
@@ -53,6 +54,11 @@ class FakeGitHub:
     # lifecycle ------------------------------------------------------------------------------------
     def __enter__(self) -> "FakeGitHub":
         self.server.start()
+        # Replies go out as two writes (headers, then body); without TCP_NODELAY, Nagle plus delayed ACK
+        # costs ~40 ms per request. Accepted sockets inherit the option from the listening socket on Linux.
+        listener = getattr(self.server, "_server", None)
+        if listener is not None:
+            listener.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -138,7 +144,8 @@ class FakeGitHub:
             "labels": [{"name": name, "id": abs(hash(name)) % 10_000} for name in issue["labels"]],
             "user": self._user(issue["user"]), "comments": len(self.comments[number]),
             "created_at": _iso(issue["created_at"]), "updated_at": _iso(issue["updated_at"]),
-            "url": self._api(f"/issues/{number}"), "html_url": f"https://github.example/{self.full_name}/issues/{number}",
+            "url": self._api(f"/issues/{number}"),
+            "html_url": f"https://github.example/{self.full_name}/{'pull' if issue['pull_request'] else 'issues'}/{number}",
         }
         if issue["pull_request"]:
             out["pull_request"] = {"url": self._api(f"/pulls/{number}")}
