@@ -27,9 +27,8 @@ TRANSACTION = re.compile(
     r"^(Controller/[\w/:.-]+|OtherTransaction/SidekiqJob/[A-Z]\w+/perform|OtherTransaction/Rake/[\w:]+"
     r"|WebTransaction/Uri/[\w/.-]+)$"
 )
-
-
-BUGS = yaml.safe_load((DEMO / "expected.yml").read_text(encoding="utf-8"))["bugs"]
+EXPECTED = yaml.safe_load((DEMO / "expected.yml").read_text(encoding="utf-8"))
+BUGS = EXPECTED["bugs"]
 
 
 def results(answer: dict) -> list[dict]:
@@ -53,7 +52,7 @@ def traces(export: dict) -> dict[tuple[str, str], str]:
 
 @pytest.fixture(scope="module")
 def expected() -> dict:
-    return yaml.safe_load((DEMO / "expected.yml").read_text(encoding="utf-8"))
+    return EXPECTED
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +70,12 @@ def app_files() -> dict[str, str]:
 
 
 def frames_of(stack_trace: str) -> list[re.Match[str]]:
-    return [FRAME.match(line) for line in stack_trace.split("\n")]
+    frames = []
+    for line in stack_trace.split("\n"):
+        frame = FRAME.match(line)
+        assert frame, f"not a Ruby backtrace line (file:line:in `method'): {line!r}"
+        frames.append(frame)
+    return frames
 
 
 def in_app(frame: re.Match[str]) -> bool:
@@ -137,7 +141,6 @@ def test_stack_traces_are_ruby_backtraces(traces: dict[tuple[str, str], str], ex
     huge = (expected["huge_trace"]["error_class"], expected["huge_trace"]["transaction"])
     for key, stack_trace in traces.items():
         frames = frames_of(stack_trace)
-        assert all(frames), f"{key}: a line is not `file:line:in `method'`"
         if key != huge:
             assert 10 <= len(frames) <= 40, f"{key}: {len(frames)} frames"
         for frame in frames:
@@ -152,7 +155,7 @@ def test_in_app_frames_point_at_existing_lines(traces: dict[tuple[str, str], str
             assert 1 <= int(frame["line"]) <= len(files[frame["file"]].splitlines()), f"{key}: {frame[0]}"
 
 
-def test_export_is_current_with_the_application(tmp_path: Path) -> None:
+def test_export_is_current_with_the_application() -> None:
     done = subprocess.run([sys.executable, str(DEMO / "build_export.py"), "--check"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
@@ -338,6 +341,17 @@ def test_history_reverts_apply_cleanly_newest_first(history: dict) -> None:
             path = change["path"]
             assert (path in before) != bool(change.get("created")), (pr["number"], path)
             assert before.get(path) != after[path], f"#{pr['number']} does not change {path}"
+            lines = before.get(path, "").splitlines()
+            assert not [n for n, line in enumerate(lines, 1) if line != line.rstrip()], (
+                f"before #{pr['number']}, {path} has trailing whitespace: a revert left part of a line behind"
+            )
+
+
+def test_the_project_loaders_accept_the_demo_files() -> None:
+    demo_repo = pytest.importorskip("nightwatch.codehosts.demo_repo")
+    ignore = pytest.importorskip("nightwatch.ignore")
+    assert len(demo_repo.load_history(DEMO / "history.yml").pull_requests) >= 5
+    assert len(ignore.load_ignore_rules(DEMO / "ignore.yml")) >= 6
 
 
 def test_pull_requests_introduce_the_planted_defects(history: dict, expected: dict) -> None:
@@ -357,15 +371,12 @@ def test_pull_requests_introduce_the_planted_defects(history: dict, expected: di
 
 @pytest.mark.skipif(shutil.which("ruby") is None, reason="ruby is not installed")
 def test_every_historical_state_is_valid_ruby(history: dict, tmp_path: Path) -> None:
-    states = {"final": app_files(), **{f"before-{n}": s for n, s in replay(history).items()}}
-    paths = []
-    for name, state in states.items():
-        for path, text in state.items():
-            if path.endswith((".rb", ".rake", "Gemfile")):
-                target = tmp_path / name / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8")
-                paths.append(target)
-    for target in paths:
+    states = [app_files(), *replay(history).values()]
+    versions = {(path, text) for state in states for path, text in state.items()
+                if path.endswith((".rb", ".rake")) or path == "Gemfile"}
+    for index, (path, text) in enumerate(sorted(versions)):
+        target = tmp_path / str(index) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
         done = subprocess.run(["ruby", "-wc", str(target)], capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0 and not done.stderr.strip(), f"{target}: {done.stderr}"
+        assert done.returncode == 0 and not done.stderr.strip(), f"{path}: {done.stderr}"
