@@ -13,8 +13,10 @@ from prefect.cache_policies import NONE
 
 
 def nightwatch_task(*args: Any, **kwargs: Any):
-    kwargs.setdefault("cache_policy", NONE)
-    kwargs.setdefault("persist_result", "cache_key_fn" in kwargs)
+    cached = "cache_key_fn" in kwargs
+    if not cached:
+        kwargs.setdefault("cache_policy", NONE)
+    kwargs.setdefault("persist_result", cached)
     kwargs.setdefault("log_prints", True)
     return task(*args, **kwargs)
 

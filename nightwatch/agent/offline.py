@@ -76,13 +76,25 @@ class _Conversation:
                 return content, is_error
         return None
 
-    def top_frame(self) -> tuple[str, int, str] | None:
+    def app_frames(self) -> list[tuple[str, int, str]]:
+        """In-app frames, top first: from the traces if fetched, else from the first message."""
         traces = self.result("get_error_traces")
         for source in ([traces[0]] if traces else []) + [self.text]:
-            match = _FRAME.search(source) or _TOP.search(source)
-            if match:
-                return match["path"], int(match["line"]), match["method"] or ""
-        return None
+            frames = [(m["path"], int(m["line"]), m["method"] or "") for m in _FRAME.finditer(source)]
+            if not frames and (top := _TOP.search(source)):
+                frames = [(top["path"], int(top["line"]), top["method"] or "")]
+            if frames:
+                return frames
+        return []
+
+    def top_frame(self) -> tuple[str, int, str] | None:
+        frames = self.app_frames()
+        return frames[0] if frames else None
+
+    def caller_frame(self) -> tuple[str, int, str] | None:
+        """The first in-app frame in another file: where the failing code was called from."""
+        frames = self.app_frames()
+        return next((f for f in frames[1:] if frames and f[0] != frames[0][0]), None)
 
     def likely_files(self) -> list[str]:
         match = _LIKELY.search(self.text)
@@ -132,8 +144,8 @@ class OfflineModel:
     def _next_step(self, conv: _Conversation, tools: set[str]) -> tuple[str, dict] | None:
         if "get_error_traces" in tools and not conv.called("get_error_traces"):
             return "get_error_traces", {}
-        frame = conv.top_frame()
-        candidates = [frame[0]] if frame else conv.likely_files()[:2]
+        frame, caller = conv.top_frame(), conv.caller_frame()
+        candidates = [f[0] for f in (frame, caller) if f] or conv.likely_files()[:2]
         for path in candidates:
             if "read_file" in tools and not conv.called("read_file", path=path):
                 return "read_file", {"path": path}
@@ -144,6 +156,8 @@ class OfflineModel:
 
     def _analysis(self, conv: _Conversation) -> dict[str, Any]:
         frame = conv.top_frame()
+        if frame and "wrong number of arguments" in conv.message and conv.caller_frame():
+            frame = conv.caller_frame()  # the callee's `def` line is only where Ruby noticed; the call is the defect
         path, line, method = frame if frame else ("", 0, "")
         read = conv.result("read_file", path=path) if path else None
         source = {} if read is None or read[1] else _numbered_lines(read[0])

@@ -154,7 +154,7 @@ def huge_recursion() -> Group:
 
 
 def refund_repeats() -> list[Group]:
-    """One defect seen under three transaction names: the partner API names transactions by URI."""
+    """One defect seen under three transaction names: the partner API puts the order id in them."""
     frames = [
         *STRIPE_REQUEST,
         app("app/services/payment_gateway.rb", "refund = Stripe::Refund.create(", "refund"),
@@ -163,7 +163,7 @@ def refund_repeats() -> list[Group]:
     ]
     cases = [(1001, "45.99", "25.99", 4), (1002, "120.00", "80.00", 3), (1007, "64.50", "14.50", 2)]
     return [
-        web("Stripe::InvalidRequestError", f"WebTransaction/Uri/api/v1/orders/{order_id}/refund",
+        web("Stripe::InvalidRequestError", f"Controller/api/v1/orders/{order_id}/refund",
             f"Refund amount (${total}) is greater than charge amount (${charged})", count,
             f"/api/v1/orders/{order_id}/refund", frames, method="POST", http_status=500, span_hours=6.0)
         for order_id, total, charged, count in cases

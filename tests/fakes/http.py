@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -96,6 +97,10 @@ class FakeHTTPServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
@@ -119,6 +124,7 @@ class FakeHTTPServer:
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()

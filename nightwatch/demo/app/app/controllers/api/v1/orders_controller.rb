@@ -4,6 +4,12 @@ module Api
     class OrdersController < BaseController
       PER_PAGE = 50
 
+      # Support finds a partner's calls about one order in New Relic by the order id
+      # in the transaction name (Controller/api/v1/orders/1234/refund).
+      before_action only: %i[show refund] do
+        NewRelic::Agent.set_transaction_name("api/v1/orders/#{params[:id]}/#{action_name}", category: :uri)
+      end
+
       # GET /api/v1/orders?since=2026-11-01
       def index
         orders = current_partner.orders.placed.recent.includes(:line_items)
