@@ -67,6 +67,12 @@ def run(
     hours = parse_since(since)
     settings = _settings()
     from nightwatch import environment
+    from nightwatch.runtime import ConfigurationError, require_consistent, source_statuses
+
+    try:
+        require_consistent(source_statuses(settings))  # before Prefect starts: fail fast, name what is missing
+    except ConfigurationError as exc:
+        _fail(str(exc), 2)
 
     environment.configure(settings.resolved_home())
     report = _run_flow(hours, max_errors, max_issues, dry_run, mode.value, agent, until, settings_block)
@@ -88,7 +94,8 @@ def _run_flow(hours, max_errors, max_issues, dry_run, mode, agent, until, settin
     except USER_ERRORS as exc:
         _fail(str(exc), 2)
     except Exception as exc:  # a failed step: say which and why, no traceback
-        _fail(f"run failed: {exc}", 1)
+        cause = exc.__cause__
+        _fail(f"run failed: {exc}", 2 if isinstance(cause, USER_ERRORS) else 1)
 
 
 def _settings() -> Settings:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from nightwatch.fingerprint import fingerprint_of
 
@@ -56,6 +56,14 @@ class ErrorGroup(Model):
     app_name: str = ""
     http_status: int | None = None
     rank_score: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_fingerprint(cls, data: object) -> object:
+        """The fingerprint is derived: accept it from a dumped report, never trust it."""
+        if isinstance(data, dict) and "fingerprint" in data:
+            data = {k: v for k, v in data.items() if k != "fingerprint"}
+        return data
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -30,3 +30,16 @@ def test_different_class_or_transaction_differs():
 def test_fingerprint_is_a_valid_batch_custom_id():
     fp = ErrorGroup(error_class="Foo::Bar::Baz", transaction="Controller/a/b", message="x").fingerprint
     assert len(fp) == 16 and all(c in "0123456789abcdef" for c in fp)
+
+
+def test_report_json_round_trips():
+    from datetime import datetime, timezone
+
+    from nightwatch.models import ErrorAnalysisResult, RunReport, Window
+
+    now = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    error = ErrorGroup(error_class="A", transaction="Controller/a/b", message="m 1")
+    report = RunReport(run_id="r", started_at=now, window=Window(start=now, end=now),
+                       results=[ErrorAnalysisResult(run_id="r", error=error)])
+    again = RunReport.model_validate_json(report.model_dump_json())
+    assert again == report and again.results[0].error.fingerprint == error.fingerprint

@@ -1,0 +1,138 @@
+"""The nightly flow end to end under prefect_test_harness, on the demo workspace."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
+from prefect.testing.utilities import prefect_test_harness
+
+from flows.nightwatch import nightwatch_flow
+from nightwatch.ignore import InvalidIgnoreRules
+from nightwatch.settings import DEMO_DIR
+from nightwatch.sources.base import SourceError
+from tasks.run_start import StepFailed
+from tests.fakes.anthropic import FakeAnthropic
+
+pytestmark = pytest.mark.flow
+UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
+EXPECTED = yaml.safe_load((DEMO_DIR / "expected.yml").read_text())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def harness():
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def results_storage(tmp_path):
+    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}):
+        yield
+
+
+def _night(**kw):
+    return nightwatch_flow(until=UNTIL, **kw)
+
+
+def _model_call_rows(home: Path) -> int:
+    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
+    try:
+        return con.execute("select count(*) from model_calls").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_demo_night_then_a_second_night(nightwatch_home):
+    report = _night(max_errors=40)
+    assert report.demo_data and report.offline_model
+    assert [s.state for s in report.sources] == ["offline"] * 4
+    assert report.errors_found == EXPECTED["totals"]["distinct_fingerprints"]
+    assert report.errors_ignored == len(EXPECTED["noise"])
+    assert all(step.status != "failed" for step in report.steps), report.steps
+
+    by_class = {r.error.error_class: r for r in report.results}
+    for bug in EXPECTED["bugs"]:
+        result = by_class[bug["error_class"]]
+        if bug["kind"] == "transient":
+            assert result.verdict.route == "transient"
+            continue
+        if result.verdict.route == "deep":
+            assert bug["file"] in result.files_examined, (bug["id"], result.files_examined)
+            assert result.analysis is not None and result.analysis.confidence in ("low", "medium")
+
+    out = Path(report.reports_dir)
+    slack = json.loads((out / "slack" / "report.json").read_text())
+    assert slack["blocks"] and "demo data" in json.dumps(slack).lower()
+    assert list((out / "issues").glob("*.md")) and report.pr is not None and report.pr.action == "created"
+    assert (out / "pr").exists()
+    calls = report.totals.model_calls
+    assert calls > 0 and _model_call_rows(nightwatch_home) == calls
+    issues_before = sorted(p.name for p in (nightwatch_home / "tracker" / "issues").glob("*.md"))
+
+    again = _night(max_errors=40)
+    assert again.totals.model_calls == 0 and again.totals.cost_usd == 0
+    assert again.count_source("cache") + again.count_source("knowledge") >= len([r for r in report.results if r.source == "model"])
+    assert _model_call_rows(nightwatch_home) == calls  # nothing metered twice
+    issues_after = sorted(p.name for p in (nightwatch_home / "tracker" / "issues").glob("*.md"))
+    fingerprints = [name.split("-", 1)[1] for name in issues_after]
+    assert len(fingerprints) == len(set(fingerprints)) and set(issues_before) <= set(issues_after)
+    assert again.pr is not None and again.pr.action == "exists"
+
+
+def test_live_model_path_through_the_fake_api(nightwatch_home, monkeypatch):
+    with FakeAnthropic() as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", fake.api_key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        report = _night(max_errors=3)
+        bodies = fake.message_bodies()
+    assert not report.offline_model
+    assert any(b["tool_choice"] == {"type": "tool", "name": "submit_triage"} for b in bodies if "tool_choice" in b)
+    models = {c.model for r in report.results for c in r.model_calls}
+    assert models <= {"claude-sonnet-4-6", "claude-haiku-4-5"} and report.totals.cost_usd > 0
+
+
+def _export_with(tmp_path: Path, mutate) -> Path:
+    data = json.loads((DEMO_DIR / "nerdgraph_export.json").read_text())
+    mutate(data)
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_malformed_nerdgraph_response_is_a_clear_error(nightwatch_home, tmp_path, monkeypatch):
+    path = _export_with(tmp_path, lambda d: d["errors"]["data"].pop("actor"))
+    monkeypatch.setenv("NIGHTWATCH_ERRORS_FILE", str(path))
+    with pytest.raises(StepFailed) as failure:
+        _night()
+    assert isinstance(failure.value.__cause__, SourceError) and "malformed" in str(failure.value)
+
+
+def test_invalid_ignore_rules_name_the_rule(nightwatch_home, tmp_path, monkeypatch):
+    rules = tmp_path / "ignore.yml"
+    rules.write_text("ignore:\n  - pattern: '(unclosed'\n    match: regex\n    reason: bots\n")
+    monkeypatch.setenv("NIGHTWATCH_IGNORE_FILE", str(rules))
+    with pytest.raises(StepFailed) as failure:
+        _night()
+    assert isinstance(failure.value.__cause__, InvalidIgnoreRules) and "(unclosed" in str(failure.value)
+
+
+def test_five_megabyte_trace_is_truncated_with_a_note(nightwatch_home, tmp_path, monkeypatch):
+    frame = "app/models/category.rb:25:in `ancestors_path'\n"
+
+    def huge(d):
+        for detail in d["details"]:
+            if detail["error_class"] == "SystemStackError":
+                rows = detail["error_traces"]["data"]["actor"]["account"]["nrql"]["results"]
+                rows[0]["stackTrace"] = frame * (5_000_000 // len(frame))
+
+    monkeypatch.setenv("NIGHTWATCH_ERRORS_FILE", str(_export_with(tmp_path, huge)))
+    monkeypatch.setenv("NIGHTWATCH_CODE_PATH", str(DEMO_DIR / "app"))
+    report = _night(max_errors=40, dry_run=True)
+    stack = next(r for r in report.results if r.error.error_class == "SystemStackError")
+    assert stack.analysis is not None and all(s.status != "failed" for s in report.steps)
