@@ -37,18 +37,30 @@ def one_run(home: Path, max_errors: int) -> tuple[float, dict]:
     return elapsed, json.loads(done.stdout)
 
 
+def empty_flow(home: Path) -> float:
+    """Prefect's own floor in this home: start the ephemeral API and run a flow that does nothing."""
+    env = {**os.environ, "NIGHTWATCH_HOME": str(home), "PREFECT_HOME": str(home / "prefect"),
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90"}
+    env.pop("PREFECT_API_URL", None)
+    code = "from prefect import flow\nflow(lambda: 1, name='floor')()"
+    started = time.perf_counter()
+    subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", code], cwd=ROOT, env=env, capture_output=True, timeout=300, check=True)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=2)
     parser.add_argument("--max-errors", type=int, default=8)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    cold, warm, rows = [], [], []
+    cold, warm, floors, rows = [], [], [], []
     for i in range(args.pairs):
         with tempfile.TemporaryDirectory(prefix="nightwatch-bench-") as tmp:
             home = Path(tmp)
             c, first = one_run(home, args.max_errors)
             w, second = one_run(home, args.max_errors)
+            floors.append(empty_flow(home))
         cold.append(c)
         warm.append(w)
         rows.append((i + 1, c, w, first["totals"]["model_calls"], second["totals"]["model_calls"],
@@ -56,6 +68,7 @@ def main() -> None:
     summary = {
         "cold_s": round(statistics.median(cold), 2), "warm_s": round(statistics.median(warm), 2),
         "warm_over_cold": round(statistics.median(warm) / statistics.median(cold), 3),
+        "prefect_floor_s": round(statistics.median(floors), 2),
         "errors": args.max_errors, "pairs": args.pairs,
     }
     if args.json:
@@ -66,6 +79,7 @@ def main() -> None:
     for pair, c, w, cc, wc, reused in rows:
         print(f"{pair:>4} {c:>8.2f} {w:>8.2f} {cc:>11} {wc:>11} {reused:>12}")
     print(f"median: cold {summary['cold_s']} s, warm {summary['warm_s']} s, warm/cold {summary['warm_over_cold']}")
+    print(f"floor: an empty Prefect flow in the same warm home takes {summary['prefect_floor_s']} s (ephemeral API start-up)")
 
 
 if __name__ == "__main__":
