@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 VENV := .venv
-UV := $(VENV)/.uv/bin/uv
+UV := .tools/uv/bin/uv
 export NIGHTWATCH_HOME ?= $(CURDIR)/.nightwatch
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -13,8 +13,8 @@ UI_PORT ?= 4200
 .PHONY: setup run test ui deploy benchmark lint clean
 
 $(UV):
-	$(PYTHON) -m venv $(VENV)/.uv
-	$(VENV)/.uv/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(PYTHON) -m venv .tools/uv
+	.tools/uv/bin/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --quiet
@@ -35,4 +35,4 @@ benchmark: setup ## the demo night, cold and warm
 	$(VENV)/bin/python benchmarks/run_demo.py
 
 clean: ## remove the environment and everything runs wrote
-	rm -rf $(VENV) .nightwatch
+	rm -rf $(VENV) .tools .nightwatch
