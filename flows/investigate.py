@@ -11,7 +11,7 @@ from prefect import flow
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from tasks.context import RunContext
-from tasks.steps_analyze import investigate_error_task
+from tasks.investigate_tasks import investigate_error_task
 
 
 @flow(name="investigate", log_prints=True)

@@ -7,7 +7,7 @@ from prefect import flow
 from nightwatch.models import ErrorGroup, TraceData
 from nightwatch.research import ResearchContext
 from tasks.context import RunContext
-from tasks.steps_analyze import TriageOutcome, triage_error
+from tasks.triage_tasks import TriageOutcome, triage_error
 
 
 @flow(name="triage", log_prints=True)

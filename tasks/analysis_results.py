@@ -5,7 +5,7 @@ from __future__ import annotations
 from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, TokenUsage
 from nightwatch.research import ResearchContext
 from tasks.context import RunContext
-from tasks.steps_analyze import TriageOutcome
+from tasks.triage_tasks import TriageOutcome
 
 
 def combine_results(ctx: RunContext, errors: list[ErrorGroup], research: list[ResearchContext], triaged: list[TriageOutcome],

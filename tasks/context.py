@@ -86,3 +86,8 @@ def home(ctx: RunContext) -> Path:
 
 def report_dir(ctx: RunContext) -> Path:
     return home(ctx) / "reports" / ctx.run_id
+
+
+def model_id(ctx: RunContext, model: str) -> str:
+    """The model name a cache key uses: `offline` when no Anthropic key is configured."""
+    return "offline" if runtime(ctx).model_client.offline else model

@@ -1,4 +1,4 @@
-"""Step 4's tasks: triage one error, investigate one error. Both cached so a rerun spends no tokens twice."""
+"""Step 4b: investigate one error with the agent. Cached by (fingerprint, window, agent definition, model)."""
 
 from __future__ import annotations
 
@@ -10,40 +10,10 @@ from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache
 from nightwatch.investigate import investigate_error
-from nightwatch.models import ErrorAnalysisResult, ErrorGroup, Model, ModelCall, TraceData, TriageVerdict
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
-from nightwatch.triage import known_prior, route, triage_direct, triage_params
 from tasks._prefect import key, nightwatch_task
-from tasks.context import RunContext, home, runtime, settings_for
-
-
-class TriageOutcome(Model):
-    run_id: str
-    verdict: TriageVerdict
-    call: ModelCall | None = None
-
-
-def _model_id(ctx: RunContext, model: str) -> str:
-    return "offline" if runtime(ctx).model_client.offline else model
-
-
-def _triage_key(_c, p) -> str:
-    ctx: RunContext = p["ctx"]
-    return key("triage", p["error"].fingerprint, ctx.window.key, _model_id(ctx, settings_for(ctx).triage_model),
-               sorted(p["research"].file_digests.items()))
-
-
-@nightwatch_task(name="triage_error", retries=2, retry_delay_seconds=10, cache_key_fn=_triage_key, cache_expiration=timedelta(days=2))
-def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext) -> TriageOutcome:
-    """Known answers skip the model; everything else gets one cheap triage call."""
-    known, why = known_prior(research.prior_analyses, research.file_digests)
-    if known is not None:
-        return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, None, "knowledge", known, why))
-    rt = runtime(ctx)
-    params = triage_params(error, traces, research.prior_analyses, settings_for(ctx).triage_model)
-    answer, call = triage_direct(rt.model_client, params, ctx.run_id, error.fingerprint)
-    MetricsStore(home(ctx)).write_model_calls(ctx.run_id, ctx.run_date, f"{error.fingerprint}-triage", [call])
-    return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, answer, call.mode), call=call)
+from tasks.context import RunContext, home, model_id, runtime, settings_for
 
 
 _CACHES: dict[str, CodeCache] = {}
@@ -62,7 +32,7 @@ def _investigate_key(_c, p) -> str:
     ctx: RunContext = p["ctx"]
     definition = load_definition(ctx.agent)
     return key("investigate", p["error"].fingerprint, ctx.window.key, definition.name,
-               hashlib.sha256(definition.model_dump_json().encode()).hexdigest()[:12], _model_id(ctx, definition.model or settings_for(ctx).model))
+               hashlib.sha256(definition.model_dump_json().encode()).hexdigest()[:12], model_id(ctx, definition.model or settings_for(ctx).model))
 
 
 @nightwatch_task(name="investigate_error", retries=1, retry_delay_seconds=10, cache_key_fn=_investigate_key,
