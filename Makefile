@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test ui deploy benchmark lint clean
+.PHONY: setup run test ui benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -30,6 +30,9 @@ test: setup ## run the test suite
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
 	bash scripts/serve-ui.sh $(UI_PORT)
+
+lint: setup ## ruff over the project
+	$(VENV)/bin/ruff check .
 
 benchmark: setup ## the demo night, cold and warm
 	$(VENV)/bin/python benchmarks/run_demo.py

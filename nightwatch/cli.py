@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import Enum
 from typing import Optional
 

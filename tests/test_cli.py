@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timezone
 
 import pytest
+import typer
 from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 from typer.testing import CliRunner
@@ -19,7 +20,7 @@ runner = CliRunner()
 def test_since_parsing():
     assert parse_since("24h") == 24 and parse_since("90m") == 1.5 and parse_since("2d") == 48 and parse_since("6") == 6
     for bad in ("yesterday", "0h", "90d"):
-        with pytest.raises(Exception):
+        with pytest.raises(typer.BadParameter):
             parse_since(bad)
 
 

@@ -8,11 +8,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 try:  # imported as nightwatch.demo.error_catalog
-    from .ruby_traces import (AP, AR, AS, CONTROLLER_STACK, MIDDLEWARE_STACK, NET_HTTP_READ, PG_QUERY,
-                              RAKE_STACK, RT, RUBY_LIB, SIDEKIQ_STACK, SQ, STRIPE_REQUEST, app, gem, stdlib)
+    from .ruby_traces import (
+        AP,
+        AR,
+        AS,
+        CONTROLLER_STACK,
+        MIDDLEWARE_STACK,
+        NET_HTTP_READ,
+        PG_QUERY,
+        RAKE_STACK,
+        RT,
+        RUBY_LIB,
+        SIDEKIQ_STACK,
+        SQ,
+        STRIPE_REQUEST,
+        app,
+        gem,
+        stdlib,
+    )
 except ImportError:  # run as a script from this folder
-    from ruby_traces import (AP, AR, AS, CONTROLLER_STACK, MIDDLEWARE_STACK, NET_HTTP_READ, PG_QUERY,
-                             RAKE_STACK, RT, RUBY_LIB, SIDEKIQ_STACK, SQ, STRIPE_REQUEST, app, gem, stdlib)
+    from ruby_traces import (
+        AP,
+        AR,
+        AS,
+        CONTROLLER_STACK,
+        MIDDLEWARE_STACK,
+        NET_HTTP_READ,
+        PG_QUERY,
+        RAKE_STACK,
+        RT,
+        RUBY_LIB,
+        SIDEKIQ_STACK,
+        SQ,
+        STRIPE_REQUEST,
+        app,
+        gem,
+        stdlib,
+    )
 
 WEB_HOSTS = [f"storefront-web-7c9d5b8f4-{s}" for s in ("k2x9p", "m4q7z", "r8t2w", "v6n3c", "x1b5h", "z9f4d")]
 WORKER_HOSTS = [f"storefront-worker-5f7a9c6d2-{s}" for s in ("a3k8m", "d7p2q", "h5s9t")]

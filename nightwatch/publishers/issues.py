@@ -11,16 +11,14 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
-from github.Repository import Repository
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel
 
 from nightwatch.codehosts.base import CodeHostError
-from nightwatch.codehosts.github import github_client, github_errors, open_repository
+from nightwatch.codehosts.github import GitHubRepoAdapter, github_errors
 from nightwatch.models import CreatedIssueResult, ErrorAnalysisResult
 from nightwatch.render.issue import fingerprint_marker, hidden, issue_body, issue_title, occurrence_comment, run_marker
 
@@ -70,30 +68,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 # GitHub --------------------------------------------------------------------------------------------
-class GitHubIssueTracker:
+class GitHubIssueTracker(GitHubRepoAdapter):
     """Issues of one GitHub repository, found by the fingerprint marker among issues labelled `nightwatch`."""
-
-    def __init__(
-        self,
-        repo: str,
-        token: SecretStr,
-        base_url: str = "https://api.github.com",
-        timeout: int = 15,
-        retries: int = 3,
-        *,
-        label: str = LABEL,
-        backoff_factor: float = 0.5,
-        seconds_between_requests: float | None = 0.25,
-        seconds_between_writes: float | None = 1.0,
-    ) -> None:
-        self.repo_name, self.label = repo, label
-        self._gh = github_client(
-            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
-        )
-
-    @cached_property
-    def repository(self) -> Repository:
-        return open_repository(self._gh, self.repo_name)
 
     def find_by_fingerprint(self, fingerprint: str) -> TrackedIssue | None:
         marker = fingerprint_marker(fingerprint)

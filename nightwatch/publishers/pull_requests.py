@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-from functools import cached_property
 from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
 from github.GithubException import UnknownObjectException
-from github.Repository import Repository
-from pydantic import SecretStr
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError, safe_relative_path
-from nightwatch.codehosts.github import GitHubError, github_client, github_errors, open_repository
+from nightwatch.codehosts.github import GitHubError, GitHubRepoAdapter, github_errors
 from nightwatch.fix import ValidatedFix, refused_reason
 from nightwatch.models import CreatedPRResult, ErrorAnalysisResult
-from nightwatch.publishers.issues import LABEL, carries, with_marker, write_atomic
+from nightwatch.publishers.issues import carries, with_marker, write_atomic
 from nightwatch.render.issue import fingerprint_marker, pr_body, pr_title
 
 MAX_PULLS_SCANNED = 200
@@ -41,30 +38,8 @@ class PullRequestPublisher(Protocol):
 
 
 # GitHub ---------------------------------------------------------------------------------------------
-class GitHubPRPublisher:
+class GitHubPRPublisher(GitHubRepoAdapter):
     """Branch from the base's head, one commit per file, a draft PR labelled `nightwatch`."""
-
-    def __init__(
-        self,
-        repo: str,
-        token: SecretStr,
-        base_url: str = "https://api.github.com",
-        timeout: int = 15,
-        retries: int = 3,
-        *,
-        label: str = LABEL,
-        backoff_factor: float = 0.5,
-        seconds_between_requests: float | None = 0.25,
-        seconds_between_writes: float | None = 1.0,
-    ) -> None:
-        self.repo_name, self.label = repo, label
-        self._gh = github_client(
-            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
-        )
-
-    @cached_property
-    def repository(self) -> Repository:
-        return open_repository(self._gh, self.repo_name)
 
     def find_open_pr(self, fingerprint: str) -> tuple[int, str] | None:
         marker, branch = fingerprint_marker(fingerprint), fix_branch(fingerprint)
@@ -98,7 +73,7 @@ class GitHubPRPublisher:
     def _ensure_branch(self, branch: str, base: str) -> None:
         """Create the fix branch at the base's head, unless an earlier attempt already did."""
         try:
-            self.repository.get_git_ref(f"heads/{branch}").object.sha
+            self.repository.get_git_ref(f"heads/{branch}")  # raises when the branch does not exist yet
             return
         except UnknownObjectException:
             pass
