@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable
 
 from prefect import Task
@@ -25,19 +26,37 @@ def resolve_run_settings(settings_block: str | None, overrides: dict[str, Any] |
 
 
 def describe(value: Any) -> str:
+    """One line a person reads in the step list: what the step produced."""
     if isinstance(value, str):
         return value[:200]
-    if isinstance(value, (list, tuple)):
-        return f"{len(value)} item(s)"
-    if isinstance(value, dict):
-        return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"
     if value is None:
         return "nothing to do"
-    for attr in ("selected", "action"):
-        if hasattr(value, attr):
-            found = getattr(value, attr)
-            return f"{len(found)} selected" if isinstance(found, list) else str(found)
+    if isinstance(value, dict):  # the knowledge index
+        return f"{len(value.get('solutions', []))} known analyses, {len(value.get('patterns', []))} patterns"
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, list) for v in value):
+        return f"{len(value[0])} patterns, {len(value[1])} ignore suggestions"
+    if isinstance(value, list):
+        return _describe_list(value)
+    if hasattr(value, "selected") and hasattr(value, "found"):
+        return f"{len(value.found)} found, {len(value.ignored)} ignored, {len(value.selected)} selected"
+    if hasattr(value, "action"):
+        return f"{value.action}{': ' + value.reason if getattr(value, 'reason', '') else ''}"
     return "done"
+
+
+def _describe_list(items: list) -> str:
+    kind = type(items[0]).__name__ if items else ""
+    if kind == "SourceStatus":
+        states = Counter(s.state for s in items)
+        return ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+    if kind in ("CreatedIssueResult",):
+        return ", ".join(f"{n} {action}" for action, n in Counter(i.action for i in items).items())
+    if kind == "ResearchContext":
+        priors = sum(len(r.prior_analyses) for r in items)
+        prs = sum(len(r.correlated_prs) for r in items)
+        return f"{len(items)} errors researched, {priors} prior analyses, {prs} correlated PRs"
+    noun = {"TraceData": "traces", "CorrelatedPR": "merged PRs", "ErrorAnalysisResult": "analyses"}.get(kind, "items")
+    return f"{len(items)} {noun}"
 
 
 def run_step(report: RunReport, step: str, name: str, fn: Callable[..., Any], *args: Any, critical: bool = True) -> Any:
