@@ -3,6 +3,9 @@
 `python -m deployments.serve` serves both from this process (what `make ui` runs); `prefect deploy`
 with prefect.yaml registers the same two on a work pool for a platform team. One deployment pair per
 application: give each its own `settings_block`.
+
+Entrypoints are module paths (`flows.nightwatch:nightwatch_flow`), not file paths: Prefect loads a
+file path as a script named after the file, and a script named `nightwatch` would shadow the package.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ def manual_parameters() -> dict:
 
 def build_deployments(settings_block: str | None = None) -> list:
     from prefect.schedules import Cron
+    from prefect.types.entrypoint import EntrypointType
 
     from flows.nightwatch import nightwatch_flow
 
@@ -30,9 +34,11 @@ def build_deployments(settings_block: str | None = None) -> list:
     nightly = nightwatch_flow.to_deployment(
         name="nightly", schedule=Cron(NIGHTLY_CRON, timezone=TIMEZONE), parameters=nightly_parameters() | extra,
         description="Every night: the last 24 h of production errors, triaged through Message Batches.", tags=["nightwatch"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     manual = nightwatch_flow.to_deployment(
         name="manual", parameters=manual_parameters() | extra,
         description="Run or rerun a night by hand; finished steps are reused from the cache.", tags=["nightwatch"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
     )
     return [nightly, manual]

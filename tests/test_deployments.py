@@ -1,0 +1,38 @@
+"""Deployments load the flow the way a worker does: in a fresh interpreter, from the entrypoint."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_prefect_yaml_entrypoints_load_in_a_fresh_interpreter():
+    config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    names = {d["name"] for d in config["deployments"]}
+    assert {"nightly", "manual"} <= names
+    nightly = next(d for d in config["deployments"] if d["name"] == "nightly")
+    assert nightly["schedules"][0]["cron"] and nightly["parameters"]["mode"] == "batch"
+    for entrypoint in {d["entrypoint"] for d in config["deployments"]}:
+        code = (
+            "from prefect.flows import load_flow_from_entrypoint\n"
+            f"flow = load_flow_from_entrypoint({entrypoint!r}, use_placeholder_flow=False)\n"
+            "import nightwatch.models\n"
+            "print(flow.name)"
+        )
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().endswith("nightwatch")
+
+
+def test_served_deployments_use_module_entrypoints():
+    from deployments.definitions import build_deployments
+
+    nightly, manual = build_deployments("storefront")
+    assert nightly.entrypoint == manual.entrypoint == "flows.nightwatch.nightwatch_flow"
+    assert nightly.parameters["settings_block"] == "storefront" and nightly.parameters["mode"] == "batch"
+    assert manual.parameters["mode"] == "interactive"
