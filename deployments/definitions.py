@@ -1,8 +1,9 @@
-"""The two deployments of one application: `nightly` (scheduled, batch triage) and `manual`.
+"""The deployments of one application: `nightly` (scheduled, batch triage), `manual`, and `collect`
+(which resumes a batch night whose batch outlived the nightly run's wait).
 
-`python -m deployments.serve` serves both from this process (what `make ui` runs); `prefect deploy`
-with prefect.yaml registers the same two on a work pool for a platform team. One deployment pair per
-application: give each its own `settings_block`.
+`python -m deployments.serve` serves all three from this process (what `make ui` runs); `prefect deploy`
+with prefect.yaml registers the same on a work pool for a platform team. One set per application:
+give each its own `settings_block`.
 
 Entrypoints are module paths (`flows.nightwatch:nightwatch_flow`), not file paths: Prefect loads a
 file path as a script named after the file, and a script named `nightwatch` would shadow the package.
@@ -42,3 +43,17 @@ def build_deployments(settings_block: str | None = None) -> list:
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
     return [nightly, manual]
+
+
+def build_collect_deployment(settings_block: str | None = None):
+    """`collect`: no schedule of its own. A batch night whose triage batch is still processing schedules
+    a run of it for later, with that night's parameters; the run resumes the night (tasks/batch_handoff.py)."""
+    from prefect.types.entrypoint import EntrypointType
+
+    from flows.nightwatch import nightwatch_flow
+
+    extra = {"settings_block": settings_block} if settings_block else {}
+    return nightwatch_flow.to_deployment(
+        name="collect", parameters={"mode": "batch"} | extra, tags=["nightwatch"], entrypoint_type=EntrypointType.MODULE_PATH,
+        description="Resumes a night whose triage batch was still processing: polls it again, then finishes the night.",
+    )

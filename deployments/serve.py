@@ -12,9 +12,10 @@ def main() -> None:
     environment.configure(Path(os.environ.get("NIGHTWATCH_HOME", ".nightwatch")).resolve())
     from prefect import serve
 
-    from deployments.definitions import build_deployments
+    from deployments.definitions import build_collect_deployment, build_deployments
 
-    serve(*build_deployments(os.environ.get("NIGHTWATCH_SETTINGS_BLOCK")))
+    block = os.environ.get("NIGHTWATCH_SETTINGS_BLOCK")
+    serve(*build_deployments(block), build_collect_deployment(block))
 
 
 if __name__ == "__main__":

@@ -1,29 +1,51 @@
 """Investigate subflow: the errors triage routed deep, investigated concurrently.
 
-One failing investigation never fails the others: its result carries the failure and the night
-goes on with the triage verdict for that error.
+Concurrency is bounded by the Prefect global concurrency limit each task holds (tasks/investigate_tasks.py).
+One failing investigation never fails the others: its result carries the failure and the night goes
+on. An error the night's token budget could not pay for comes back as None: it keeps its triage
+verdict, and the report says so.
 """
 
 from __future__ import annotations
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
+from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
-from tasks.context import RunContext
-from tasks.investigate_tasks import investigate_error_task
+from tasks.context import RunContext, settings_for
+from tasks.investigate_tasks import ensure_limit, investigate_error_task
 
 
 @flow(name="investigate", log_prints=True)
 def investigate_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext],
-                     verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult]:
+                     verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult | None]:
+    limit = ensure_limit(settings_for(ctx))
+    get_run_logger().info("%d investigations under the concurrency limit %r", len(errors), limit)
     futures = [investigate_error_task.submit(ctx, *args) for args in zip(errors, traces, research, verdicts)]
-    results = []
-    for future, error, verdict in zip(futures, errors, verdicts):
-        state = future.wait() or future.state
-        if state.is_completed():
-            results.append(future.result())
-        else:
-            results.append(ErrorAnalysisResult(run_id=ctx.run_id, error=error, verdict=verdict, source="model",
-                                               failure=f"investigation task {state.name}: {state.message or 'no detail'}"))
-    return results
+    return [_outcome(ctx, future, error, verdict) for future, error, verdict in zip(futures, errors, verdicts)]
+
+
+def _outcome(ctx: RunContext, future, error: ErrorGroup, verdict: TriageVerdict) -> ErrorAnalysisResult | None:
+    state = future.wait() or future.state
+    if state.is_completed():
+        return future.result()
+    if _budget_spent(state):
+        return None
+    return ErrorAnalysisResult(run_id=ctx.run_id, error=error, verdict=verdict, source="model",
+                               failure=f"investigation task {state.name}: {state.message or 'no detail'}")
+
+
+def _budget_spent(state) -> bool:
+    try:
+        cause = state.result(raise_on_failure=False)
+    except Exception:  # an unreadable result: fall back to the state's message
+        cause = None
+    return isinstance(cause, RunBudgetSpent) or "RunBudgetSpent" in (state.message or "")
+
+
+def budget_note(kept: list[ErrorGroup], limit: int) -> str:
+    """The report's line for the errors the run budget left with their triage verdict."""
+    names = ", ".join(e.label for e in kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+    return (f"run token budget of {limit:,} input-equivalent tokens spent: {len(kept)} deep error(s) kept their triage "
+            f"verdict without investigation: {names}")

@@ -6,6 +6,7 @@ was already collected is still reported, filed and remembered.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ from prefect import flow, get_run_logger
 from prefect.context import get_run_context
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.investigate import investigate_flow
+from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
 from nightwatch.models import ErrorAnalysisResult, RunReport, StepOutcome
 from nightwatch.report import run_totals
@@ -21,7 +22,7 @@ from tasks import steps_fetch as fetch
 from tasks import steps_learn as learn
 from tasks import steps_publish as publish
 from tasks.analysis_results import combine_results
-from tasks.context import RunContext, new_context, report_dir, runtime
+from tasks.context import RunContext, new_context, report_dir, runtime, settings_for
 from tasks.run_start import StepFailed, resolve_run_settings, run_step
 
 
@@ -60,7 +61,11 @@ def nightwatch_flow(
     research = run_step(report, "3.5", "research",
                         lambda c: [f.result() for f in [fetch.research.submit(c, e, t, index, prs) for e, t in zip(errors, traces)]], ctx)
 
-    report.results = analyze(ctx, report, errors, traces, research)
+    results = analyze(ctx, report, errors, traces, research)
+    if results is None:  # the triage batch is still processing: the `collect` deployment resumes this night
+        report.finished_at = datetime.now(timezone.utc)
+        return report
+    report.results = results
     report.totals = run_totals(ctx.run_id, report.results)
     run_step(report, "5", "build_report", lambda c: f"{len(report.results)} results", ctx)
     run_step(report, "6", "notify", publish.notify, ctx, report, critical=False)
@@ -81,17 +86,31 @@ def nightwatch_flow(
     return report
 
 
-def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> list[ErrorAnalysisResult]:
-    """Step 4: the triage subflow, then the investigate subflow for the errors triage routes deep."""
+def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> list[ErrorAnalysisResult] | None:
+    """Step 4: the triage subflow, then the investigate subflow for the errors triage routes deep.
+
+    None while the night's triage batch is still processing and the night was handed to `collect`.
+    """
     try:
-        triaged = triage_flow(ctx, errors, traces, research)
+        triage = triage_flow(ctx, errors, traces, research)
+        if triage.pending:
+            report.steps.append(StepOutcome(step="4", name="analyze", status="skipped", detail=triage.pending[:500]))
+            report.warnings.append(triage.pending)
+            return None
+        triaged = triage.outcomes
+        report.warnings += triage.notes
         deep = [i for i, t in enumerate(triaged) if t.verdict.route == "deep"]
         investigated = investigate_flow(ctx, [errors[i] for i in deep], [traces[i] for i in deep], [research[i] for i in deep],
                                         [triaged[i].verdict for i in deep]) if deep else []
     except Exception as exc:
         report.steps.append(StepOutcome(step="4", name="analyze", status="failed", detail=str(exc)[:500]))
         raise StepFailed("analyze", exc) from exc
-    results = combine_results(ctx, errors, research, triaged, dict(zip(deep, investigated)))
+    kept = [errors[i] for i, r in zip(deep, investigated) if r is None]  # the run budget was spent before them
+    if kept:
+        report.warnings.append(budget_note(kept, settings_for(ctx).token_budget_per_run))
+    results = combine_results(ctx, errors, research, triaged, {i: r for i, r in zip(deep, investigated) if r is not None})
     routes = {r: sum(1 for t in triaged if t.verdict.route == r) for r in ("known", "transient", "simple", "deep")}
-    report.steps.append(StepOutcome(step="4", name="analyze", detail=", ".join(f"{n} {r}" for r, n in routes.items() if n)))
+    via = ", ".join(f"{n} {v}" for v, n in Counter(t.verdict.via for t in triaged).items())
+    detail = ", ".join(f"{n} {r}" for r, n in routes.items() if n) + (f"; triage via {via}" if via else "")
+    report.steps.append(StepOutcome(step="4", name="analyze", detail=detail))
     return results

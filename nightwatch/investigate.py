@@ -1,26 +1,35 @@
-"""One error's deep investigation: research in, agent loop, ErrorAnalysisResult out."""
+"""One error's deep investigation: research in, agent loop, ErrorAnalysisResult out.
+
+The run's budget is checked before anything is spent (past it, the error keeps its triage verdict);
+the iteration limit and thinking budget follow the triage complexity; the loop resumes from the
+error's last checkpoint when an earlier attempt was interrupted, and its checkpoints are removed once
+it ends. An interruption can be raised (with everything metered so far) so the caller may retry.
+"""
 
 from __future__ import annotations
 
 import time
 
+from nightwatch.agent.budgets import RunBudget, iteration_limit
+from nightwatch.agent.checkpoints import CheckpointStore
 from nightwatch.agent.client import ModelClient
 from nightwatch.agent.definitions import AgentDefinition
-from nightwatch.agent.loop import LoopConfig, run_agent
+from nightwatch.agent.loop import LoopConfig, LoopOutcome, run_agent
+from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
+from nightwatch.tokens import TokenCounter
 
-COMPLEXITY_ITERATIONS = {"simple": 0.6, "moderate": 0.85, "complex": 1.0}
 
+class InvestigationInterrupted(Exception):
+    """A model call failed mid-investigation; `result` holds what was metered, a checkpoint the rest."""
 
-def iteration_limit(definition: AgentDefinition, verdict: TriageVerdict | None, cap: int) -> int:
-    """Adaptive iteration limit: simple errors get fewer turns than complex ones (seed 000, layer 4)."""
-    base = min(definition.max_iterations, cap)
-    scale = COMPLEXITY_ITERATIONS.get(verdict.complexity if verdict else "moderate", 0.85)
-    return max(4, round(base * scale))
+    def __init__(self, result: ErrorAnalysisResult) -> None:
+        super().__init__(result.failure or "investigation interrupted")
+        self.result = result
 
 
 def investigate_error(
@@ -39,20 +48,52 @@ def investigate_error(
     token_budget: int,
     cross_error: list[str] | None = None,
     cache_ttl: str = "5m",
+    policy: ContextPolicy | None = None,
+    run_budget: RunBudget | None = None,
+    checkpoints: CheckpointStore | None = None,
+    counter: TokenCounter | None = None,
+    raise_on_interrupt: bool = False,
 ) -> ErrorAnalysisResult:
+    if run_budget is not None:
+        run_budget.require(error.label)  # raises RunBudgetSpent: the error keeps its triage verdict
     started = time.monotonic()
     runner = ToolRunner(cache=cache, traces=traces, events=events, run_id=run_id, fingerprint=error.fingerprint, allowed=definition.tools)
+    complexity = verdict.complexity if verdict else "moderate"
     config = LoopConfig(
         model=definition.model or model,
         system_prompt=definition.system_prompt,
         tools=definition.tools,
-        max_iterations=iteration_limit(definition, verdict, max_iterations),
+        max_iterations=iteration_limit(definition.max_iterations, complexity, max_iterations),
         max_tokens=definition.max_tokens,
         thinking_budget=definition.thinking_budget,
         token_budget=token_budget,
         cache_ttl=cache_ttl,
+        policy=policy or ContextPolicy(cache_ttl=cache_ttl),
+        complexity=complexity,
+        agent=definition.name,
+        focus=_focus(error, traces),
     )
-    outcome = run_agent(client, runner, config, investigation_message(error, traces, research, cross_error, cache_ttl))
+    first = investigation_message(error, traces, research, cross_error, config.policy.cache_ttl)  # type: ignore[union-attr]
+    outcome = run_agent(client, runner, config, first, counter=counter, run_budget=run_budget, checkpoints=checkpoints)
+    result = _result(run_id, error, verdict, definition, client, config, outcome, runner, research, started)
+    if outcome.interrupted and raise_on_interrupt:
+        raise InvestigationInterrupted(result)
+    if checkpoints is not None and not outcome.interrupted:
+        checkpoints.clear()
+    return result
+
+
+def _focus(error: ErrorGroup, traces: TraceData) -> str:
+    """The error's own words: what makes a section of the conversation relevant to it."""
+    frames = " ".join(f"{f.file} {f.method}" for f in traces.in_app_frames[:5])
+    return f"{error.error_class} {error.message[:300]} {frames}"
+
+
+def _result(run_id: str, error: ErrorGroup, verdict: TriageVerdict | None, definition: AgentDefinition, client: ModelClient,
+            config: LoopConfig, outcome: LoopOutcome, runner: ToolRunner, research: ResearchContext, started: float) -> ErrorAnalysisResult:
+    failure = outcome.failure
+    if failure and outcome.wrap_reason:
+        failure += f" (final turn forced: {outcome.wrap_reason})"
     return ErrorAnalysisResult(
         run_id=run_id,
         error=error,
@@ -70,5 +111,5 @@ def investigate_error(
         prior_analyses=research.prior_analyses,
         correlated_prs=research.correlated_prs,
         duration_s=round(time.monotonic() - started, 3),
-        failure=outcome.failure,
+        failure=failure,
     )

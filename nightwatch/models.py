@@ -187,6 +187,7 @@ class TriageVerdict(Model):
     route: Route = "deep"
     route_reason: str = ""
     via: Literal["batch", "direct", "offline", "knowledge", "fallback"] = "direct"
+    fallback_reason: str = Field(default="", description="Why a batch entry was answered by a direct call instead.")
 
 
 class PriorAnalysis(Model):

@@ -90,9 +90,36 @@ class Settings(BaseSettings):
     dry_run: bool = False
     analysis_concurrency: int = 4
     max_iterations: int = 12
-    token_budget_per_error: int = 60_000
-    token_budget_per_run: int = 400_000
+    token_budget_per_error: int = Field(default=60_000, description="Per investigation, in input-equivalent tokens (cost / input price).")
+    token_budget_per_run: int = Field(default=400_000, description="Per night, in input-equivalent tokens; past it, deep errors keep their triage verdict.")
+
+    # Context management of investigations: each layer a switch (see nightwatch/agent/policy.py).
+    prompt_caching: bool = True
+    context_editing: bool = Field(default=True, description="Server-side clear_tool_uses / clear_thinking edits.")
+    clear_tool_uses_trigger: int = Field(default=40_000, ge=1)
+    clear_tool_uses_keep: int = Field(default=4, ge=0)
+    clear_tool_uses_at_least: int = Field(default=10_000, ge=0)
+    clear_thinking_keep: str = Field(default="all", pattern=r"^(all|\d+)$", description="Thinking turns kept: 'all' or a number.")
+    compaction: bool = Field(default=True, description="Server-side compaction where the model has it, else NightWatch's summariser.")
+    compaction_trigger: int = Field(default=50_000, ge=50_000)
+    summary_model: str | None = Field(default=None, description="Model of NightWatch's own summaries; default: the investigation's.")
+    context_watcher: bool = True
+    context_budget_tokens: int = Field(default=80_000, ge=4_000, description="Working context of an investigation.")
+    context_reserve_ratio: float = Field(default=0.15, ge=0.0, lt=1.0, description="Headroom the watcher keeps free.")
+    checkpoints: bool = True
+    cross_error_context: bool = True
+    investigation_concurrency_limit: str = Field(default="nightwatch-investigations",
+                                                 description="Prefect global concurrency limit over investigations "
+                                                             "(created with analysis_concurrency slots if missing).")
     compound_enabled: bool = True
+
+    # Triage traffic: direct calls under a Prefect global concurrency limit, batches within a budget.
+    api_concurrency: int = Field(default=16, ge=1, description="Slots of the `anthropic-api` concurrency limit when NightWatch creates it.")
+    batch_token_budget: int = Field(default=5_000_000, ge=1, description="Estimated tokens per Message Batch.")
+    batch_poll_initial_s: float = Field(default=15.0, gt=0, description="First wait between batch status checks; doubles.")
+    batch_poll_max_s: float = Field(default=300.0, gt=0, description="Longest wait between batch status checks.")
+    batch_hold_s: float = Field(default=600.0, ge=0, description="In a deployment: wait this long, then hand the night to `collect`.")
+    batch_deadline_s: float = Field(default=6 * 3600.0, gt=0, description="Cancel a batch still processing after this; finish directly.")
     patterns_enabled: bool = True
 
     @property

@@ -13,7 +13,20 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from nightwatch.agent.client import ModelClient
-from nightwatch.models import Category, Complexity, Confidence, ErrorGroup, Model, ModelCall, PriorAnalysis, Severity, TokenUsage, TraceData, TriageVerdict
+from nightwatch.batches import usage_from
+from nightwatch.models import (
+    Category,
+    Complexity,
+    Confidence,
+    ErrorGroup,
+    Model,
+    ModelCall,
+    PriorAnalysis,
+    Severity,
+    TokenUsage,
+    TraceData,
+    TriageVerdict,
+)
 from nightwatch.pricing import PRICE_TABLE_VERSION, cost_usd
 from nightwatch.prompts import error_header, priors_section, trace_summary
 
@@ -40,6 +53,19 @@ class TriageAnswer(Model):
 
 class TriageParseError(ValueError):
     pass
+
+
+class TriageOutcome(Model):
+    """One error's verdict and the calls that paid for it (none for a known answer)."""
+
+    run_id: str
+    verdict: TriageVerdict
+    call: ModelCall | None = None
+    extra_calls: list[ModelCall] = Field(default_factory=list, description="Billed calls whose answer was not used.")
+
+    @property
+    def all_calls(self) -> list[ModelCall]:
+        return self.extra_calls + ([self.call] if self.call else [])
 
 
 def triage_tool() -> dict[str, Any]:
@@ -74,14 +100,6 @@ def parse_answer(content: list[Any]) -> TriageAnswer:
     raise TriageParseError("the response holds no submit_triage call")
 
 
-def usage_of(usage: Any) -> TokenUsage:
-    get = usage.get if isinstance(usage, dict) else lambda k, d=None: getattr(usage, k, d)
-    return TokenUsage(
-        input=get("input_tokens", 0) or 0, output=get("output_tokens", 0) or 0,
-        cache_write=get("cache_creation_input_tokens", 0) or 0, cache_read=get("cache_read_input_tokens", 0) or 0,
-    )
-
-
 def triage_call_record(run_id: str, fingerprint: str, model: str, usage: TokenUsage, mode: Literal["direct", "batch", "offline"],
                        latency_ms: int, stop_reason: str) -> ModelCall:
     priced = "offline" if mode == "offline" else model
@@ -96,7 +114,7 @@ def triage_direct(client: ModelClient, params: dict[str, Any], run_id: str, fing
     started = time.monotonic()
     response = client.create(**params)
     mode: Literal["direct", "offline"] = "offline" if client.offline else "direct"
-    call = triage_call_record(run_id, fingerprint, params["model"], usage_of(response.usage), mode,
+    call = triage_call_record(run_id, fingerprint, params["model"], usage_from(response.usage), mode,
                               int((time.monotonic() - started) * 1000), response.stop_reason or "")
     return parse_answer(response.content), call
 
@@ -126,3 +144,21 @@ def route(fingerprint: str, answer: TriageAnswer | None, via: str, known: PriorA
     else:
         chosen, reason = "simple", f"{answer.category.replace('_', ' ')}: the triage answer stands"
     return TriageVerdict(fingerprint=fingerprint, **answer.model_dump(), route=chosen, route_reason=reason, via=via)  # type: ignore[arg-type]
+
+
+def mark_fallback(outcome: TriageOutcome, reason: str, wasted: ModelCall | None = None) -> TriageOutcome:
+    """A direct answer standing in for a batch entry: the report says so, and why."""
+    if outcome.verdict.fallback_reason:  # the direct call failed too
+        reason = f"{reason}; then {outcome.verdict.fallback_reason}"
+    verdict = outcome.verdict.model_copy(update={
+        "via": "fallback", "fallback_reason": reason,
+        "route_reason": f"{outcome.verdict.route_reason} (batch fallback: {reason})".strip(),
+    })
+    return outcome.model_copy(update={"verdict": verdict, "extra_calls": [wasted] if wasted else []})
+
+
+def unanswered(run_id: str, fingerprint: str, reason: str) -> TriageOutcome:
+    """No verdict could be had: investigate by default rather than drop the error."""
+    verdict = TriageVerdict(fingerprint=fingerprint, route="deep", via="fallback", fallback_reason=reason,
+                            route_reason=f"no triage verdict ({reason}): investigated by default")
+    return TriageOutcome(run_id=run_id, verdict=verdict)

@@ -16,7 +16,7 @@ def combine_results(ctx: RunContext, errors: list[ErrorGroup], research: list[Re
 def _result(ctx: RunContext, error: ErrorGroup, research: ResearchContext, triage: TriageOutcome,
             deep: ErrorAnalysisResult | None) -> ErrorAnalysisResult:
     verdict = triage.verdict
-    calls = [triage.call] if triage.call else []
+    calls = triage.all_calls
     if deep is not None:
         source = "model" if deep.run_id == ctx.run_id else "cache"
         return deep.model_copy(update={"error": error, "verdict": verdict, "source": source, "model_calls": calls + deep.model_calls,

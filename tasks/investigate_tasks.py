@@ -1,31 +1,108 @@
-"""Step 4b: investigate one error with the agent. Cached by (fingerprint, window, agent definition, model)."""
+"""Step 4b: investigate one error with the agent. Cached by (fingerprint, window, agent definition, model).
+
+- Investigations hold a slot of a Prefect global concurrency limit (created with
+  `analysis_concurrency` slots if missing: an absent limit would silently not limit).
+- The night's token budget is checked once the slot is held; when it is spent the task fails with
+  RunBudgetSpent, is not retried nor cached, and the error keeps its triage verdict.
+- A model call that fails mid-loop raises InvestigationInterrupted on the first attempt: Prefect
+  retries the task and the loop resumes from the error's last checkpoint. The last attempt returns
+  the failure with everything metered instead.
+- Model and tool calls are written to the metrics store as soon as an attempt ends.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from contextlib import contextmanager
 from datetime import timedelta
+from typing import Iterator
+
+import pyarrow.parquet as pq
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectNotFound
+from prefect.runtime import task_run
 
 from knowledge_store.metrics import MetricsStore
+from nightwatch.agent.budgets import RunBudget, RunBudgetSpent, run_budget, weighted_tokens
+from nightwatch.agent.checkpoints import CheckpointStore
+from nightwatch.agent.client import AnthropicModelClient
+from nightwatch.agent.cross_error import CrossErrorNotes
 from nightwatch.agent.definitions import load_definition
+from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache
-from nightwatch.investigate import investigate_error
-from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
+from nightwatch.investigate import InvestigationInterrupted, investigate_error
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
+from nightwatch.settings import Settings
+from nightwatch.tokens import AnthropicCounter, TokenCounter
 from tasks._prefect import key, nightwatch_task
 from tasks.context import RunContext, home, model_id, runtime, settings_for
 
-
+RETRIES = 1
+SLOT_TIMEOUT_S = 3600.0
 _CACHES: dict[str, CodeCache] = {}
 _LOGS: dict[str, EventLog] = {}
+_NOTES: dict[str, CrossErrorNotes] = {}
+_LOCK = threading.Lock()
 
 
 def code_cache(ctx: RunContext) -> CodeCache:
-    return _CACHES.setdefault(ctx.run_id, CodeCache(runtime(ctx).host))
+    with _LOCK:
+        return _CACHES.setdefault(ctx.run_id, CodeCache(runtime(ctx).host))
 
 
 def event_log(ctx: RunContext) -> EventLog:
-    return _LOGS.setdefault(ctx.run_id, EventLog(home(ctx) / "events" / f"{ctx.run_id}.jsonl"))
+    with _LOCK:
+        return _LOGS.setdefault(ctx.run_id, EventLog(home(ctx) / "events" / f"{ctx.run_id}.jsonl"))
+
+
+def cross_error_notes(ctx: RunContext) -> CrossErrorNotes:
+    with _LOCK:
+        return _NOTES.setdefault(ctx.run_id, CrossErrorNotes())
+
+
+def night_budget(ctx: RunContext) -> RunBudget:
+    """The run's budget, seeded from what the night's ledger already holds (triage, earlier attempts)."""
+    settings = settings_for(ctx)
+    return run_budget(ctx.run_id, settings.token_budget_per_run, lambda: ledger_spent(ctx, settings.model))
+
+
+def ledger_spent(ctx: RunContext, model: str) -> float:
+    folder = MetricsStore(home(ctx)).run_folder("model_calls", ctx.run_id, ctx.run_date)
+    spent = 0.0
+    for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+        for row in pq.read_table(path).to_pylist():
+            usage = TokenUsage(input=row["input_tokens"] or 0, output=row["output_tokens"] or 0,
+                               cache_write=row["cache_write_tokens"] or 0, cache_read=row["cache_read_tokens"] or 0)
+            spent += weighted_tokens(usage, row["model"] or model, batch=row["mode"] == "batch")
+    return spent
+
+
+def ensure_limit(settings: Settings) -> str:
+    """Create the investigations' global concurrency limit if it does not exist; its name.
+
+    An existing limit is left as it is: operators tune it in the Prefect UI, across deployments.
+    """
+    name = settings.investigation_concurrency_limit
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=settings.analysis_concurrency))
+            except Exception:  # created meanwhile by a concurrent task: fine if it exists now
+                client.read_global_concurrency_limit_by_name(name)
+    return name
+
+
+@contextmanager
+def investigation_slot(settings: Settings) -> Iterator[None]:
+    with concurrency(ensure_limit(settings), occupy=1, strict=True, timeout_seconds=SLOT_TIMEOUT_S):
+        yield
 
 
 def _investigate_key(_c, p) -> str:
@@ -35,19 +112,45 @@ def _investigate_key(_c, p) -> str:
                hashlib.sha256(definition.model_dump_json().encode()).hexdigest()[:12], model_id(ctx, definition.model or settings_for(ctx).model))
 
 
-@nightwatch_task(name="investigate_error", retries=1, retry_delay_seconds=10, cache_key_fn=_investigate_key,
-                 cache_expiration=timedelta(days=2))
+def _retryable(_task, _run, state) -> bool:
+    """Retry an interruption; never a spent run budget."""
+    return not isinstance(state.data, RunBudgetSpent) and "RunBudgetSpent" not in (state.message or "")
+
+
+def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
+    client = runtime(ctx).model_client
+    return AnthropicCounter(client.sdk, model) if isinstance(client, AnthropicModelClient) else None
+
+
+@nightwatch_task(name="investigate_error", retries=RETRIES, retry_delay_seconds=10, retry_condition_fn=_retryable,
+                 cache_key_fn=_investigate_key, cache_expiration=timedelta(days=2))
 def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext,
                            verdict: TriageVerdict) -> ErrorAnalysisResult:
-    """The agent reads the code; model and tool calls are metered as soon as it finishes."""
+    """The agent reads the code; model and tool calls are metered as soon as an attempt ends."""
     settings = settings_for(ctx)
-    result = investigate_error(
-        run_id=ctx.run_id, error=error, traces=traces, research=research, verdict=verdict,
-        definition=load_definition(ctx.agent), model=settings.model, client=runtime(ctx).model_client,
-        cache=code_cache(ctx), events=event_log(ctx), max_iterations=settings.max_iterations,
-        token_budget=settings.token_budget_per_error, cache_ttl="1h" if ctx.mode == "batch" else "5m",
-    )
-    store = MetricsStore(home(ctx))
-    store.write_model_calls(ctx.run_id, ctx.run_date, f"{error.fingerprint}-investigate", result.model_calls)
-    store.write_tool_calls(ctx.run_id, ctx.run_date, f"{error.fingerprint}-investigate", result.tool_calls)
+    definition = load_definition(ctx.agent)
+    notes = cross_error_notes(ctx)
+    with investigation_slot(settings):
+        try:
+            result = investigate_error(
+                run_id=ctx.run_id, error=error, traces=traces, research=research, verdict=verdict,
+                definition=definition, model=settings.model, client=runtime(ctx).model_client,
+                cache=code_cache(ctx), events=event_log(ctx), max_iterations=settings.max_iterations,
+                token_budget=settings.token_budget_per_error,
+                cross_error=notes.recent(error.fingerprint) if settings.cross_error_context else None,
+                policy=ContextPolicy.from_settings(settings, scheduled=ctx.mode == "batch"),
+                run_budget=night_budget(ctx), checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
+                counter=_counter(ctx, definition.model or settings.model), raise_on_interrupt=task_run.run_count <= RETRIES,
+            )
+        except InvestigationInterrupted as exc:
+            _write_metrics(ctx, exc.result)
+            raise
+    notes.add(result)
+    _write_metrics(ctx, result)
     return result
+
+
+def _write_metrics(ctx: RunContext, result: ErrorAnalysisResult) -> None:
+    store = MetricsStore(home(ctx))
+    store.write_model_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate", result.model_calls)
+    store.write_tool_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate", result.tool_calls)

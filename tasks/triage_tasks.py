@@ -1,21 +1,38 @@
-"""Step 4a: triage one error. Cached, so a rerun spends no tokens twice."""
+"""Step 4a, triage: one error directly (cached), or a night's errors through Message Batches.
+
+The batch tasks are not cached by Prefect: the batch ledger under NIGHTWATCH_HOME is what makes
+them safe to retry or rerun (one submission per night, ever; answers collected and paid for once).
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from pydantic import Field
+
 from knowledge_store.metrics import MetricsStore
-from nightwatch.models import ErrorGroup, Model, ModelCall, TraceData, TriageVerdict
+from nightwatch.batch_ledger import BatchLedger, LedgerStore, ledger_key
+from nightwatch.batches import BatchBackend, BatchRefused, build_batch_backend
+from nightwatch.models import ErrorGroup, Model, TraceData
 from nightwatch.research import ResearchContext
-from nightwatch.triage import known_prior, route, triage_direct, triage_params
+from nightwatch.triage import TriageOutcome, known_prior, route, triage_direct, triage_params
+from nightwatch.triage_batch import PollPolicy, collect, submit_or_resume, wait_for_batches
+from nightwatch.triage_batching import TriagePlan, plan_night
 from tasks._prefect import key, nightwatch_task
+from tasks.api_limits import api_call
 from tasks.context import RunContext, home, model_id, runtime, settings_for
 
+__all__ = ["TriageOutcome", "TriageRun", "triage_error", "plan_triage", "submit_triage_batches", "await_triage_batches",
+           "collect_triage_batches"]
+OFFLINE_POLL = (0.2, 1.0)  # the offline backend ends within a second or two
 
-class TriageOutcome(Model):
-    run_id: str
-    verdict: TriageVerdict
-    call: ModelCall | None = None
+
+class TriageRun(Model):
+    """What the triage subflow hands back: a verdict per error, or a night still waiting on its batch."""
+
+    outcomes: list[TriageOutcome] = Field(default_factory=list)
+    pending: str | None = None
+    notes: list[str] = Field(default_factory=list)
 
 
 def _triage_key(_c, p) -> str:
@@ -26,14 +43,64 @@ def _triage_key(_c, p) -> str:
 
 @nightwatch_task(name="triage_error", retries=2, retry_delay_seconds=10, cache_key_fn=_triage_key, cache_expiration=timedelta(days=2))
 def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext) -> TriageOutcome:
-    """Known answers skip the model; everything else gets one cheap triage call."""
+    """Known answers skip the model; everything else gets one cheap triage call within the API's limit."""
     known, why = known_prior(research.prior_analyses, research.file_digests)
     if known is not None:
         return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, None, "knowledge", known, why))
-    rt = runtime(ctx)
     params = triage_params(error, traces, research.prior_analyses, settings_for(ctx).triage_model)
-    answer, call = triage_direct(rt.model_client, params, ctx.run_id, error.fingerprint)
+    with api_call(ctx.run_id):
+        answer, call = triage_direct(runtime(ctx).model_client, params, ctx.run_id, error.fingerprint)
     MetricsStore(home(ctx)).write_model_calls(ctx.run_id, ctx.run_date, f"{error.fingerprint}-triage", [call])
     return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, answer, call.mode), call=call)
 
 
+def batch_backend(ctx: RunContext) -> BatchBackend:
+    return build_batch_backend(runtime(ctx).model_client, home(ctx))
+
+
+def ledger_store(ctx: RunContext) -> LedgerStore:
+    return LedgerStore(home(ctx) / "batches")
+
+
+def night_key(ctx: RunContext) -> str:
+    """One ledger per night: the window and the triage model, whichever flow run asks."""
+    return ledger_key(ctx.window.key, model_id(ctx, settings_for(ctx).triage_model))
+
+
+def poll_policy(ctx: RunContext, hold_s: float | None) -> PollPolicy:
+    s = settings_for(ctx)
+    initial, ceiling = OFFLINE_POLL if runtime(ctx).model_client.offline else (s.batch_poll_initial_s, s.batch_poll_max_s)
+    return PollPolicy(initial_s=initial, max_s=ceiling, hold_s=hold_s, deadline_s=s.batch_deadline_s)
+
+
+@nightwatch_task(name="plan_triage")
+def plan_triage(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext]) -> TriagePlan:
+    """Known answers, then every other error's request, estimated and split by cost (seed 004, phase 3)."""
+    s = settings_for(ctx)
+    return plan_night(ctx.run_id, list(zip(errors, traces, research)), s.triage_model, s.batch_token_budget)
+
+
+def _retry_unless_refused(_task, _task_run, state) -> bool:
+    """An outage is worth another try; a batch the API refused as a bad request is not."""
+    return not isinstance(state.result(raise_on_failure=False), BatchRefused)
+
+
+@nightwatch_task(name="submit_triage_batches", retries=2, retry_delay_seconds=5, retry_condition_fn=_retry_unless_refused)
+def submit_triage_batches(ctx: RunContext, plan: TriagePlan) -> BatchLedger:
+    """Create the night's batches, or resume the ones already on the ledger."""
+    return submit_or_resume(batch_backend(ctx), ledger_store(ctx), night_key(ctx), ctx.run_id, plan.batches)
+
+
+@nightwatch_task(name="await_triage_batches", retries=2, retry_delay_seconds=10)
+def await_triage_batches(ctx: RunContext, ledger: BatchLedger, hold_s: float | None) -> BatchLedger:
+    """Poll with backoff until the batches end, or until `hold_s` is spent (then the night is handed off)."""
+    return wait_for_batches(batch_backend(ctx), ledger_store(ctx), ledger, poll_policy(ctx, hold_s))
+
+
+@nightwatch_task(name="collect_triage_batches", retries=2, retry_delay_seconds=10)
+def collect_triage_batches(ctx: RunContext, ledger: BatchLedger) -> BatchLedger:
+    """Verdicts by custom_id; metered once, at the batch price, for the run that collected them."""
+    ledger = collect(batch_backend(ctx), ledger_store(ctx), ledger.key, ctx.run_id, settings_for(ctx).triage_model)
+    calls = [o.call for o in ledger.outcomes.values() if o.call] + [f.wasted for f in ledger.fallbacks.values() if f.wasted]
+    MetricsStore(home(ctx)).write_model_calls(ledger.collected_by or ctx.run_id, ctx.run_date, "triage-batch", calls)
+    return ledger

@@ -65,7 +65,7 @@ def test_offline_model_finds_the_file_and_fixes_the_nil(tmp_path):
     assert analysis.confidence == "medium" and analysis.has_fix
     change = analysis.file_changes[0]
     assert change.path == "app/controllers/orders_controller.rb" and "@order.user&.email" in change.after
-    assert len(outcome.calls) == 4 and all(c.usage.input > 0 for c in outcome.calls)
+    assert len(outcome.calls) == 4 and all(c.usage.input + c.usage.cache_write + c.usage.cache_read > 0 for c in outcome.calls)
 
 
 class Scripted:

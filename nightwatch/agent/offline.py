@@ -1,9 +1,12 @@
 """The offline model: a deterministic analyst that speaks the same protocol as Claude.
 
-It reads only what Claude would read (the request's messages and tools) and answers with the SDK's
-own `BetaMessage`: it asks for the traces, reads the top in-app frame's file, searches for the
-failing method, then submits a schema-valid Analysis with honest low or medium confidence. Triage
-requests (a `submit_triage` tool) get a rule-based verdict. Usage is the calibrated token estimate.
+It answers through the emulated Messages API (emulated_api.py), so it sees only what Claude would
+see once context edits and compaction have been applied, and its usage is metered with prompt
+caching. It asks for the traces, reads the top in-app frame's file, searches for the failing method,
+then submits a schema-valid Analysis with honest low or medium confidence. When the line it needs
+was cleared from its context it asks `recall_context` for it. Triage requests (a `submit_triage`
+tool) get a rule-based verdict; summary requests (`record_summary`, or a compaction) get an
+extractive summary that keeps the error and the list of calls made.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from anthropic.types.beta import BetaMessage
-
+from nightwatch.agent.emulated_api import EmulatedMessagesAPI
+from nightwatch.agent.emulated_cache import PromptCache
+from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.agent.heuristics import diagnose, triage_verdict
 from nightwatch.agent.tools import SUBMIT_TOOL
-from nightwatch.tokens import EstimatingCounter, estimate_text
 
 OFFLINE_MODEL_NAME = "nightwatch-offline-1"
 TRIAGE_TOOL = "submit_triage"
+SUMMARY_TOOL = "record_summary"
 
 _FRAME = re.compile(r"\[app\]\s+(?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
 _TOP = re.compile(r"Top in-app frame: (?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
@@ -29,32 +33,40 @@ _FIELD = re.compile(r"^(Error class|Transaction|HTTP status|Occurrences): (.*)$"
 _MESSAGE = re.compile(r'<untrusted source="error message">\n(.*?)\n</untrusted>', re.S)
 _NUMBERED = re.compile(r"^\s*(\d+)\| ?(.*)$")
 _LIKELY = re.compile(r"Likely files: (.*)")
+_CALLED = re.compile(r"^- called (?P<name>\w+) (?P<args>\{.*\})$", re.M)
 
 
 @dataclass
 class _Conversation:
+    """The request as the analyst reads it: the opening text, the calls made, the results still in view."""
+
     text: str
     calls: list[tuple[str, dict]] = field(default_factory=list)
     results: list[tuple[str, dict, str, bool]] = field(default_factory=list)
+    cleared: list[tuple[str, dict]] = field(default_factory=list)
 
     @classmethod
     def of(cls, messages: list[dict]) -> "_Conversation":
-        first = messages[0]["content"]
-        text = first if isinstance(first, str) else "\n".join(b.get("text", "") for b in first if b.get("type") == "text")
-        conv = cls(text)
+        conv = cls(_opening_text(messages[0]))
+        conv.calls = [(m["name"], json.loads(m["args"])) for m in _CALLED.finditer(conv.text)]
         pending: dict[str, tuple[str, dict]] = {}
-        for message in messages[1:]:
+        for message in messages[1:] if messages[0]["role"] == "user" else messages:
             for block in message["content"] if isinstance(message["content"], list) else []:
                 if block.get("type") == "tool_use":
                     pending[block["id"]] = (block["name"], block.get("input") or {})
                     conv.calls.append(pending[block["id"]])
                 elif block.get("type") == "tool_result" and block["tool_use_id"] in pending:
-                    name, args = pending[block["tool_use_id"]]
-                    content = block.get("content", "")
-                    if isinstance(content, list):
-                        content = "\n".join(c.get("text", "") for c in content)
-                    conv.results.append((name, args, content, bool(block.get("is_error"))))
+                    conv._add_result(pending[block["tool_use_id"]], block)
         return conv
+
+    def _add_result(self, call: tuple[str, dict], block: dict) -> None:
+        content = block.get("content", "")
+        if isinstance(content, list):
+            content = "\n".join(c.get("text", "") for c in content)
+        if content == CLEARED_TOOL_RESULT:
+            self.cleared.append(call)
+        else:
+            self.results.append((call[0], call[1], content, bool(block.get("is_error"))))
 
     def field(self, name: str) -> str:
         for key, value in _FIELD.findall(self.text):
@@ -96,29 +108,52 @@ class _Conversation:
         frames = self.app_frames()
         return next((f for f in frames[1:] if frames and f[0] != frames[0][0]), None)
 
+    def defect_frame(self) -> tuple[str, int, str] | None:
+        """Where the defect is: the top frame, or its caller when the arguments did not match."""
+        if "wrong number of arguments" in self.message and self.caller_frame():
+            return self.caller_frame()  # the callee's `def` line is only where Ruby noticed; the call is the defect
+        return self.top_frame()
+
     def likely_files(self) -> list[str]:
         match = _LIKELY.search(self.text)
         return re.findall(r"`([^`]+)`", match.group(1)) if match else []
 
+    def summary(self) -> str:
+        """What a summary must keep for the work to go on: the error, its stack, the calls made."""
+        head = self.text.split("## Research")[0].split("## Investigation so far")[0].strip()
+        lines = [head, "", "## Investigation so far"]
+        lines += [f"- called {name} {json.dumps(args, sort_keys=True)}" for name, args in self.calls]
+        lines += [f"- {args.get('path')}: {len(content.splitlines())} lines read" for name, args, content, err in self.results
+                  if name == "read_file" and not err]
+        return "\n".join(lines)
 
-class OfflineModel:
-    """Deterministic stand-in for Claude; every report labels its use."""
 
-    name = "offline"
-    offline = True
+def _opening_text(message: dict) -> str:
+    """The first user message's text, or a compaction summary standing in for everything before it."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    kinds = ("text", "compaction") if message["role"] == "assistant" else ("text",)
+    return "\n".join((b.get("text") or b.get("content") or "") for b in content if b.get("type") in kinds)
+
+
+class OfflineAnalyst:
+    """The brain behind the offline model: rule-based, deterministic, honest about its confidence."""
 
     def __init__(self) -> None:
         self._ids = itertools.count(1)
-        self._counter = EstimatingCounter()
 
-    def create(self, **params: Any) -> BetaMessage:
-        tools = {t["name"] for t in params.get("tools", [])}
-        conv = _Conversation.of(params["messages"])
+    def respond(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        tools = {t["name"] for t in request.get("tools", [])}
+        conv = _Conversation.of(request["messages"])
         if TRIAGE_TOOL in tools:
-            blocks = [self._tool_use(TRIAGE_TOOL, self._triage(conv))]
-        else:
-            blocks = self._investigate(conv, tools, params.get("tool_choice"))
-        return self._message(params, blocks)
+            return [self._tool_use(TRIAGE_TOOL, self._triage(conv))]
+        if SUMMARY_TOOL in tools:
+            return [self._tool_use(SUMMARY_TOOL, {"summary": conv.summary()})]
+        return self._investigate(conv, tools, request.get("tool_choice"))
+
+    def summarise(self, request: dict[str, Any], instructions: str | None) -> str:
+        return _Conversation.of(request["messages"]).summary()
 
     # triage ------------------------------------------------------------------------------
     def _triage(self, conv: _Conversation) -> dict[str, Any]:
@@ -152,14 +187,17 @@ class OfflineModel:
         method = _failing_method(conv.message) or (frame[2] if frame else "")
         if method and "search_code" in tools and not conv.called("search_code", query=method):
             return "search_code", {"query": method}
+        target = conv.defect_frame()
+        if target and "recall_context" in tools and conv.called("read_file", path=target[0]) and conv.result("read_file", path=target[0]) is None:
+            query = _recall_query(target)
+            if not conv.called("recall_context", query=query):
+                return "recall_context", {"query": query}  # the line it needs left the context: ask the event log
         return None
 
     def _analysis(self, conv: _Conversation) -> dict[str, Any]:
-        frame = conv.top_frame()
-        if frame and "wrong number of arguments" in conv.message and conv.caller_frame():
-            frame = conv.caller_frame()  # the callee's `def` line is only where Ruby noticed; the call is the defect
+        frame = conv.defect_frame()
         path, line, method = frame if frame else ("", 0, "")
-        read = conv.result("read_file", path=path) if path else None
+        read = (conv.result("read_file", path=path) or conv.result("recall_context", query=_recall_query(frame))) if path else None
         source = {} if read is None or read[1] else _numbered_lines(read[0])
         search = conv.result("search_code", query=_failing_method(conv.message) or method)
         return diagnose(
@@ -173,24 +211,26 @@ class OfflineModel:
             search_hits=search[0] if search and not search[1] else "",
         ).model_dump()
 
-    # protocol ------------------------------------------------------------------------------
     def _tool_use(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"type": "tool_use", "id": f"toolu_offline_{next(self._ids):06d}", "name": name, "input": args}
 
-    def _message(self, params: dict[str, Any], blocks: list[dict[str, Any]]) -> BetaMessage:
-        input_tokens = self._counter.count(system=params.get("system"), messages=params["messages"], tools=params.get("tools"))
-        output_tokens = sum(estimate_text(json.dumps(b)) for b in blocks)
-        return BetaMessage.model_validate(
-            {
-                "id": f"msg_offline_{next(self._ids):06d}",
-                "type": "message",
-                "role": "assistant",
-                "model": OFFLINE_MODEL_NAME,
-                "content": blocks,
-                "stop_reason": "tool_use",
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-            }
-        )
+
+class OfflineModel(EmulatedMessagesAPI):
+    """Deterministic stand-in for Claude behind the emulated API; every report labels its use."""
+
+    name = "offline"
+    offline = True
+
+    def __init__(self, cache: PromptCache | None = None) -> None:
+        super().__init__(OfflineAnalyst(), cache)
+
+    def create(self, **params: Any):
+        message = super().create(**params)
+        return message.model_copy(update={"model": OFFLINE_MODEL_NAME})
+
+
+def _recall_query(frame: tuple[str, int, str] | None) -> str:
+    return f"{frame[0]} {frame[1]} {frame[2]}".strip() if frame else ""
 
 
 def _failing_method(message: str) -> str:
@@ -214,4 +254,6 @@ def _narration(name: str, args: dict[str, Any]) -> str:
         return "Reading the error's traces first."
     if name == "read_file":
         return f"Reading {args['path']}, where the top application frame points."
+    if name == "recall_context":
+        return f"The code at {args.get('query', '')} is no longer in view; recalling it."
     return f"Searching for `{args.get('query', '')}` to find its definition and callers."

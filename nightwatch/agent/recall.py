@@ -32,7 +32,7 @@ def terms(text: str) -> list[str]:
 class Event:
     seq: int
     fingerprint: str
-    kind: str  # tool_result | cleared | summary | note
+    kind: str  # tool_result | cleared | compacted | summary | note
     label: str
     text: str
     iteration: int = 0
@@ -50,14 +50,14 @@ class EventLog:
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.strip():
                     data = json.loads(line)
-                    self._events.append(Event(**data, tf=Counter(terms(data["label"] + " " + data["text"]))))
+                    self._events.append(Event(**data, tf=_frequencies(data["label"], data["text"])))
 
     def __len__(self) -> int:
         return len(self._events)
 
     def append(self, fingerprint: str, kind: str, label: str, text: str, iteration: int = 0) -> Event:
         with self._lock:
-            event = Event(len(self._events) + 1, fingerprint, kind, label, text, iteration, Counter(terms(label + " " + text)))
+            event = Event(len(self._events) + 1, fingerprint, kind, label, text, iteration, _frequencies(label, text))
             self._events.append(event)
             if self._path:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,8 +67,9 @@ class EventLog:
             return event
 
     def search(self, query: str, fingerprint: str | None = None, limit: int = 5) -> list[tuple[float, Event]]:
+        """BM25 over the events that carry content (`note` events only record that something happened)."""
         with self._lock:
-            pool = [e for e in self._events if fingerprint is None or e.fingerprint == fingerprint]
+            pool = [e for e in self._events if (fingerprint is None or e.fingerprint == fingerprint) and e.kind != "note"]
         if not pool:
             return []
         q = set(terms(query))
@@ -82,6 +83,16 @@ class EventLog:
         return scored[:limit]
 
 
+LABEL_WEIGHT = 3  # the label names what was read or searched (a path, a query): it says most about the event
+
+
+def _frequencies(label: str, text: str) -> Counter:
+    counts = Counter(terms(text))
+    for term in terms(label):
+        counts[term] += LABEL_WEIGHT
+    return counts
+
+
 def _bm25(event: Event, term: str, pool: list[Event], avg_len: float, k1: float = 1.2, b: float = 0.75) -> float:
     freq = event.tf.get(term, 0)
     if not freq:
@@ -93,12 +104,14 @@ def _bm25(event: Event, term: str, pool: list[Event], avg_len: float, k1: float 
 
 
 def excerpt(text: str, query: str, width: int) -> str:
-    """The window of `text` around the line that best matches the query's terms."""
+    """The window of `text` around the line that best matches the query; rare terms weigh most."""
     if len(text) <= width:
         return text
     lines = text.splitlines() or [text]
+    line_terms = [set(terms(line)) for line in lines]
     wanted = set(terms(query))
-    best = max(range(len(lines)), key=lambda i: (sum(t in wanted for t in terms(lines[i])), -i))
+    spread = Counter(t for found in line_terms for t in found & wanted)
+    best = max(range(len(lines)), key=lambda i: (sum(1 / spread[t] for t in line_terms[i] & wanted), -i))
     lo = hi = best
     size = len(lines[best])
     grew = True
@@ -112,9 +125,10 @@ def excerpt(text: str, query: str, width: int) -> str:
 
 
 def recall(log: EventLog, query: str, fingerprint: str | None, cap_chars: int = 6000) -> str:
+    """The best-ranked matches within `cap_chars`; the best one gets half the room."""
     hits = log.search(query, fingerprint=fingerprint, limit=5)
     if not hits:
         return f"No earlier context matches {query!r}."
-    per_hit = max(400, cap_chars // len(hits))
-    parts = [f"[{e.kind} #{e.seq}, iteration {e.iteration}] {e.label}\n{excerpt(e.text, query, per_hit)}" for _, e in hits]
+    widths = [cap_chars // 2] + [max(400, cap_chars // 2 // max(1, len(hits) - 1))] * (len(hits) - 1)
+    parts = [f"[{e.kind} #{e.seq}, iteration {e.iteration}] {e.label}\n{excerpt(e.text, query, w)}" for (_, e), w in zip(hits, widths)]
     return "\n\n".join(parts)[:cap_chars]

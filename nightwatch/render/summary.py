@@ -162,6 +162,7 @@ def text_summary(report: RunReport, color: bool = False) -> str:
         _sources(report, paint),
         _steps(report, paint),
         _errors_table(report),
+        context_table(report),
         _findings(report),
         _followup(report),
         _advice(report),
@@ -233,6 +234,31 @@ def _errors_table(report: RunReport) -> list[str]:
                         r.iterations, f"{r.tokens.total:,}", money(r.cost_usd))
         )
         lines.append(f"    in {one_line(r.error.transaction, WIDTH - 7)}")
+    return lines
+
+
+_CONTEXT_ROW = "{:>3} {:>3} {:>7} {:>7} {:>8} {:>8} {:>4} {:>5} {:>8} {:>4} {:>8}"
+_CODE_TOOLS = ("read_file", "search_code", "list_directory")
+
+
+def context_table(report: RunReport) -> list[str]:
+    """Per investigation: iterations, tokens by kind, cache hit rate, context edits, compactions, cost."""
+    rows = [(rank, r) for rank, r in enumerate(report.results, 1) if r.iterations and r.run_id == report.run_id]
+    if not rows:
+        return []
+    lines = ["Context per investigation",
+             _CONTEXT_ROW.format("#", "it", "input", "output", "c.write", "c.read", "hit", "edits", "cleared", "comp", "cost"),
+             "-" * WIDTH]
+    for rank, r in rows:
+        t, calls = r.tokens, r.model_calls
+        prompt = t.input + t.cache_write + t.cache_read
+        lines.append(_CONTEXT_ROW.format(rank, r.iterations, f"{t.input:,}", f"{t.output:,}", f"{t.cache_write:,}", f"{t.cache_read:,}",
+                                         f"{t.cache_read / prompt:.0%}" if prompt else "-", sum(c.edits_applied for c in calls),
+                                         f"{sum(c.tokens_cleared for c in calls):,}", sum(c.compactions for c in calls), money(r.cost_usd)))
+    code = [c for r in report.results if r.run_id == report.run_id for c in r.tool_calls if c.name in _CODE_TOOLS]
+    if code:
+        lines.append(f"    code cache: {sum(c.cached for c in code):,} of {len(code):,} reads answered from the cache "
+                     f"({sum(c.cached for c in code) / len(code):.0%})")
     return lines
 
 

@@ -1,0 +1,219 @@
+"""Token efficiency of an investigation: the same scripted investigations through three strategies.
+
+The corpus (investigation_corpus.py): 30 scripted investigations of the demo's planted defects, 5 to
+15 tool calls each over the demo app's real files, each with an early "needle" fact the final answer
+needs. Every request goes through the agent loop (nightwatch/agent/loop.py) and the emulated
+Messages API (context edits, compaction and prompt caching as documented; one prompt cache per
+night), so the strategies differ only in what the client sends:
+
+- naive: the full history, no caching, no context management;
+- original: the original NightWatch (a cache breakpoint on the system prompt; after iteration 6 only
+  the first message and the last four are sent);
+- nightwatch: every layer at the product's defaults (caching, context editing, compaction, the
+  watcher, checkpoints, recall).
+
+Budgets are lifted for all three (a script runs to its end), so the comparison is about context.
+Costs are at Sonnet prices, 5-minute cache. Cost-weighted tokens count the input side: uncached
+input x1, cache writes x1.25, cache reads x0.1. The floor bills every new input token of the naive
+run once at the base price and re-reads nothing.
+
+    python benchmarks/token_efficiency.py            # the table
+    python benchmarks/token_efficiency.py --json     # the same figures as one JSON object
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.investigation_corpus import Script, ScriptedModel, corpus  # noqa: E402
+from nightwatch.agent.caching import hit_rate  # noqa: E402
+from nightwatch.agent.checkpoints import CheckpointStore  # noqa: E402
+from nightwatch.agent.definitions import load_definition  # noqa: E402
+from nightwatch.agent.emulated_api import EmulatedMessagesAPI  # noqa: E402
+from nightwatch.agent.emulated_cache import PromptCache, prompt_blocks  # noqa: E402
+from nightwatch.agent.loop import LoopConfig, LoopOutcome, run_agent  # noqa: E402
+from nightwatch.agent.policy import ContextPolicy  # noqa: E402
+from nightwatch.agent.recall import EventLog  # noqa: E402
+from nightwatch.agent.tools import CodeCache, ToolRunner  # noqa: E402
+from nightwatch.codehosts.local import LocalRepoHost  # noqa: E402
+from nightwatch.models import TokenUsage  # noqa: E402
+from nightwatch.prompts import investigation_message  # noqa: E402
+from nightwatch.runtime import DEMO_APP  # noqa: E402
+
+MODEL = "claude-sonnet-4-6"
+UNLIMITED = 10**9
+
+
+class BenchmarkAPI(EmulatedMessagesAPI):
+    """The emulated API billed as Claude (not as the offline model), recording what was sent."""
+
+    name, offline = "benchmark", False
+
+    def __init__(self, brain: ScriptedModel, cache: PromptCache, transform: Callable[[dict], dict] | None) -> None:
+        super().__init__(brain, cache)
+        self.transform = transform
+        self.sent: list[dict[str, Any]] = []
+
+    def create(self, **params: Any):
+        params = self.transform(params) if self.transform else params
+        self.sent.append(params)
+        return super().create(**params)
+
+
+def original_nightwatch(params: dict[str, Any]) -> dict[str, Any]:
+    """System-prompt caching only; from iteration 7 on, the first message and the last four."""
+    messages = [{**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+                if isinstance(m["content"], list) else m for m in params["messages"]]
+    if sum(1 for m in messages if m["role"] == "assistant") >= 6:
+        messages = [messages[0]] + messages[-4:]
+    tools = [{k: v for k, v in t.items() if k != "cache_control"} for t in params["tools"]]
+    return {**params, "messages": messages, "tools": tools}
+
+
+# running -----------------------------------------------------------------------------------------
+STRATEGIES: dict[str, tuple[ContextPolicy, Callable[[dict], dict] | None]] = {
+    "naive": (ContextPolicy.off(), None),
+    "original": (ContextPolicy(context_editing=False, compaction=False, watcher=False, checkpoints=False), original_nightwatch),
+    "nightwatch": (ContextPolicy(), None),
+}
+# Not a strategy of the comparison: every layer again, in a working context small enough for the demo
+# app's files to fill it, so that clearing, the watcher and recall have to act (and what that costs shows).
+TIGHT = ContextPolicy(context_budget=12_000, clear_tool_uses_trigger=8_000, clear_tool_uses_keep=3, clear_tool_uses_at_least=2_000)
+RECALL = "recall_context"  # a NightWatch layer: the naive and original agents do not have it
+
+
+@dataclass
+class Tally:
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_weighted: float = 0.0
+    cost_usd: float = 0.0
+    peak: int = 0
+    needles: dict[str, int] = field(default_factory=lambda: {"present": 0, "recalled": 0, "missing": 0})
+    edits: int = 0
+    cleared: int = 0
+    compactions: int = 0
+    watcher: int = 0
+    calls: int = 0
+    floor: int = 0
+    scripts: int = 0
+
+    def add(self, outcome: LoopOutcome, needle: str, sent: list[dict]) -> None:
+        for call in outcome.calls:
+            u = call.usage
+            self.usage = self.usage + u
+            self.cost_weighted += u.input + 1.25 * u.cache_write + 0.1 * u.cache_read
+            self.cost_usd += call.cost_usd
+            self.peak = max(self.peak, u.input + u.cache_write + u.cache_read)
+            self.edits, self.cleared = self.edits + call.edits_applied, self.cleared + call.tokens_cleared
+            self.compactions, self.watcher = self.compactions + call.compactions, self.watcher + call.watcher_actions
+        self.calls += len(outcome.calls)
+        self.needles[needle] += 1
+        self.floor += new_tokens(sent)
+        self.scripts += 1
+
+
+def new_tokens(sent: list[dict]) -> int:
+    """Input tokens each request added to the one before it: every token counted once."""
+    total, previous = 0, []
+    for params in sent:
+        blocks = prompt_blocks(params.get("tools"), params.get("system"), params["messages"])
+        same = 0
+        while same < min(len(blocks), len(previous)) and blocks[same].digest == previous[same].digest:
+            same += 1
+        total += sum(b.tokens for b in blocks[same:])
+        previous = blocks
+    return total
+
+
+def run(name: str, scripts: list[Script], host: LocalRepoHost, scratch: Path) -> Tally:
+    policy, transform = STRATEGIES[name] if name in STRATEGIES else (TIGHT, None)
+    definition = load_definition("base-analyzer")
+    tools = definition.tools if policy.context_editing else [t for t in definition.tools if t != RECALL]
+    caches: dict[str, PromptCache] = {}  # one prompt cache (and one code cache) per night
+    codes: dict[str, CodeCache] = {}
+    tally = Tally()
+    for n, script in enumerate(scripts):
+        brain = ScriptedModel(script)
+        api = BenchmarkAPI(brain, caches.setdefault(script.night, PromptCache()), transform)
+        code = codes.setdefault(script.night, CodeCache(host))
+        runner = ToolRunner(cache=code, traces=script.traces, events=EventLog(), run_id=f"bench-{name}",
+                            fingerprint=script.error.fingerprint, allowed=tools)
+        config = LoopConfig(model=MODEL, system_prompt=definition.system_prompt, tools=tools, max_iterations=24,
+                            token_budget=UNLIMITED, policy=policy, agent=definition.name, focus=script.error.label)
+        first = investigation_message(script.error, script.traces, script.research, None, policy.cache_ttl)
+        store = CheckpointStore(scratch / name / str(n)) if policy.checkpoints else None
+        outcome = run_agent(api, runner, config, first, checkpoints=store)
+        if outcome.failure:
+            raise RuntimeError(f"{name} {script.name}: {outcome.failure}")
+        tally.add(outcome, brain.needle, api.sent)
+    return tally
+
+
+# output ------------------------------------------------------------------------------------------
+def figures(tallies: dict[str, Tally]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, t in tallies.items():
+        out[name] = {"cost_weighted_tokens": round(t.cost_weighted), "billed_input_tokens": t.usage.input + t.usage.cache_write + t.usage.cache_read,
+                     "output_tokens": t.usage.output, "peak_context_tokens": t.peak,
+                     "needles_answered": t.needles["present"] + t.needles["recalled"], "needles_total": t.scripts}
+    out["floor"] = {"cost_weighted_tokens": tallies["naive"].floor}
+    return out
+
+
+def table(tallies: dict[str, Tally], tight: Tally, scripts: list[Script]) -> str:
+    data = figures(tallies)
+    lines = [f"Token efficiency: {len(scripts)} scripted investigations over the demo app "
+             f"({min(s.calls for s in scripts)}-{max(s.calls for s in scripts)} tool calls), {MODEL} prices, 5-minute cache", ""]
+    row = "{:<11} {:>13} {:>14} {:>9} {:>10} {:>9} {:>7} {:>16}"
+    lines += [row.format("strategy", "billed input", "cost-weighted", "output", "$/error", "peak ctx", "hit", "needles p/r/miss"), "-" * 96]
+    for name, t in tallies.items():
+        d = data[name]
+        needles = f"{d['needles_answered']}/{d['needles_total']} ({t.needles['present']}/{t.needles['recalled']}/{t.needles['missing']})"
+        lines.append(row.format(name, f"{d['billed_input_tokens']:,}", f"{d['cost_weighted_tokens']:,}", f"{d['output_tokens']:,}",
+                                f"${t.cost_usd / t.scripts:.4f}", f"{t.peak:,}", f"{hit_rate(t.usage):.0%}", needles))
+    lines.append(row.format("floor", "", f"{data['floor']['cost_weighted_tokens']:,}", "", "", "", "", ""))
+    nw, policy = tallies["nightwatch"], STRATEGIES["nightwatch"][0]
+    lines += ["", "layers that acted:"] + [
+        f"  {name:<17} {t.calls} calls, {t.edits} context edits ({t.cleared:,} tokens cleared), {t.compactions} compactions, "
+        f"{t.watcher} watcher actions, needles {t.needles['present']} present / {t.needles['recalled']} recalled / {t.needles['missing']} missing"
+        for name, t in [("nightwatch", nw), ("nightwatch-tight", tight)]]
+    lines += [f"  nightwatch-tight: every layer in a {TIGHT.context_budget:,}-token working context: {tight.cost_weighted:,.0f} "
+              f"cost-weighted tokens, ${tight.cost_usd / tight.scripts:.4f}/error, peak {tight.peak:,} "
+              f"(limit {TIGHT.watcher_limit:,}); not part of the comparison", ""]
+    checks = [("nightwatch <= 30% of naive", nw.cost_weighted / tallies["naive"].cost_weighted, 0.30),
+              ("nightwatch <= 60% of original", nw.cost_weighted / tallies["original"].cost_weighted, 0.60),
+              ("nightwatch <= 2x the floor", nw.cost_weighted / tallies["naive"].floor, 2.0),
+              ("every needle answered", nw.needles["missing"], 0),
+              (f"peak context <= window minus reserve ({policy.watcher_limit:,})", nw.peak / policy.watcher_limit, 1.0)]
+    for label, value, limit in checks:
+        lines.append(f"  {'ok  ' if value <= limit else 'MISS'} {label}: {value:.2f}" if isinstance(value, float) else
+                     f"  {'ok  ' if value <= limit else 'MISS'} {label}: {value} missing")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+    host = LocalRepoHost(DEMO_APP)
+    scripts = corpus(host)
+    with tempfile.TemporaryDirectory() as scratch:
+        tallies = {name: run(name, scripts, host, Path(scratch)) for name in STRATEGIES}
+        if args.json:
+            print(json.dumps(figures(tallies), indent=2))
+            return 0
+        print(table(tallies, run("nightwatch-tight", scripts, host, Path(scratch)), scripts))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""The context-management layers around each model call of one investigation.
+
+Before a call: the watcher keeps headroom, a checkpoint is written when a compaction is due and
+NightWatch's own summariser runs when the server cannot compact; the request gets its cache
+breakpoints, its thinking budget and its `context_management` edits with their beta headers.
+After a call: applied edits are read back and logged, the call is metered into `model_calls` and
+charged to the budgets, a compaction block replaces the history it summarised. After an iteration:
+a checkpoint. Each layer is a switch of `ContextPolicy`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from anthropic.types.beta import BetaContextManagementConfigParam
+
+from nightwatch.agent import budgets, caching, compaction, editing, metering
+from nightwatch.agent.budgets import RunBudget
+from nightwatch.agent.checkpoints import Checkpoint, CheckpointError, CheckpointStore
+from nightwatch.agent.client import ModelClient, assistant_content
+from nightwatch.agent.conversation import LoopState
+from nightwatch.agent.tools import SUBMIT_TOOL, ToolRunner, tool_schemas
+from nightwatch.agent.watcher import Watcher
+from nightwatch.models import ModelCall
+from nightwatch.tokens import EstimatingCounter, TokenCounter
+
+
+class ContextLayers:
+    """One investigation's context management; the loop asks it for each call and each checkpoint."""
+
+    def __init__(self, client: ModelClient, runner: ToolRunner, config: Any, counter: TokenCounter | None = None,
+                 run_budget: RunBudget | None = None, checkpoints: CheckpointStore | None = None) -> None:
+        self.client, self.runner, self.config, self.policy = client, runner, config, config.policy
+        self.counter = counter if counter is not None else EstimatingCounter()
+        self.run_budget = run_budget if run_budget is not None else RunBudget(float("inf"))
+        self.checkpoints = checkpoints if self.policy.checkpoints else None
+        self.server_compaction = self.policy.compaction and compaction.server_side(config.model)
+        self.watcher = Watcher(self.policy.watcher_limit, self.counter, config.focus, runner.events, runner.fingerprint) \
+            if self.policy.watcher else None
+        self.spent = 0.0  # this error's budget, in input-equivalent tokens
+        self.last_checkpoint: str | None = None
+        self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
+
+    # start and resume ------------------------------------------------------------------------
+    def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
+        """A fresh conversation, or the one the newest verified checkpoint saved (then: its iteration)."""
+        saved = self.checkpoints.latest() if self.checkpoints else None
+        if saved is None or (saved.agent, saved.model) != (self.config.agent, self.config.model):
+            return LoopState(messages=[{"role": "user", "content": first_message}]), None
+        calls.extend(saved.calls)
+        self.runner.calls[:] = saved.tool_calls
+        self.runner.files_examined[:] = saved.files_examined
+        self.spent = sum(self._weighted(c) for c in saved.calls)
+        self.last_checkpoint = saved.checkpoint_id
+        state = LoopState.from_dict(saved.state)
+        state.decide(state.iteration + 1, f"resumed from checkpoint {saved.checkpoint_id}")
+        return state, state.iteration
+
+    # budgets -------------------------------------------------------------------------------
+    def wrap_reason(self, iteration: int) -> str:
+        """Why this turn must be the last one, or '' if it need not be."""
+        if self.spent >= self.config.token_budget:
+            return f"token budget of this error spent ({self.spent:,.0f} of {self.config.token_budget:,})"
+        if self.run_budget.exhausted:
+            return f"token budget of the run spent ({self.run_budget.spent:,.0f} of {self.run_budget.limit:,.0f})"
+        if iteration >= self.config.max_iterations:
+            return f"iteration limit {self.config.max_iterations} reached"
+        return ""
+
+    # one call ----------------------------------------------------------------------------------
+    def call(self, state: LoopState, iteration: int, final: bool, calls: list[ModelCall]) -> Any:
+        system = caching.system_blocks(self.config.system_prompt, self.policy)
+        tools = caching.tools_with_breakpoint(tool_schemas([] if final else self.config.tools), self.policy)
+        watcher_actions, count = self._headroom(state, system, tools, iteration)
+        self._before_compaction(state, iteration, count, calls)
+        params = self._params(state, iteration, final, system, tools)
+        checkpoint_id, self.pending_checkpoint = self.pending_checkpoint, None
+        started = time.monotonic()
+        response = self.client.create(**params)
+        done = editing.applied(response)
+        editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
+        phase = "wrapup" if final and "budget" in state.wrap_reason else "investigate"
+        calls.append(self._meter(response, iteration, calls, phase, int((time.monotonic() - started) * 1000), done,
+                                 watcher_actions, checkpoint_id))
+        state.append_assistant(assistant_content(response))
+        compaction.absorb(state, self.runner.events, self.runner.fingerprint, iteration)
+        return response
+
+    def _headroom(self, state: LoopState, system: list, tools: list, iteration: int) -> tuple[int, int]:
+        if self.watcher:
+            actions, count = self.watcher.keep_headroom(state.messages, system, tools, iteration)
+            if actions:
+                state.decide(iteration, f"watcher compacted {actions} section(s) to keep {self.policy.reserve_ratio:.0%} headroom")
+            return actions, count
+        return 0, self.counter.count(system=system, messages=state.messages, tools=tools) if self.policy.compaction else 0
+
+    def _before_compaction(self, state: LoopState, iteration: int, count: int, calls: list[ModelCall]) -> None:
+        """A compaction is due: checkpoint first (seed 004), then summarise ourselves if the server cannot."""
+        if not self.policy.compaction or count < self.policy.compaction_trigger:
+            return
+        self.checkpoint(state, calls, "compaction")
+        if not self.server_compaction:
+            self._summarise(state, iteration, calls)
+
+    def _summarise(self, state: LoopState, iteration: int, calls: list[ModelCall]) -> None:
+        cut = compaction.cut_point(state.messages, self.policy.summary_keep_messages)
+        if cut is None:
+            return
+        request = compaction.summary_request(state.messages, cut, self.policy.summary_model or self.config.model)
+        started = time.monotonic()
+        try:
+            response = self.client.create(**request)
+        except Exception as exc:  # a failed summary must not end the investigation: the next one catches up
+            state.summary_failures += 1
+            state.decide(iteration, f"summary failed ({type(exc).__name__}); the next one covers this gap")
+            return
+        calls.append(self._meter(response, iteration, calls, "summarise", int((time.monotonic() - started) * 1000),
+                                 editing.AppliedEdits(), 0, None, model=request["model"]))
+        text = compaction.summary_text(response)
+        if text is None:
+            state.summary_failures += 1
+            state.decide(iteration, "summary came back empty; the next one covers this gap")
+            return
+        compaction.fold(state, cut, text, self.runner.events, self.runner.fingerprint, iteration)
+
+    def _params(self, state: LoopState, iteration: int, final: bool, system: list, tools: list) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.config.model, "max_tokens": self.config.max_tokens, "system": system,
+                                  "tools": tools, "messages": caching.request_messages(state.messages, self.policy)}
+        thinking = budgets.thinking_budget(self.config.thinking_budget, self.config.complexity, iteration,
+                                           self.config.max_iterations, self.config.max_tokens)
+        if thinking:
+            params["thinking"] = {"type": "enabled", "budget_tokens": thinking}
+        elif final:
+            params["tool_choice"] = {"type": "tool", "name": SUBMIT_TOOL}
+        betas, management = self._management(bool(thinking))
+        if management:
+            params["betas"], params["context_management"] = betas, management
+        return params
+
+    def _management(self, thinking_on: bool) -> tuple[list[str], BetaContextManagementConfigParam | None]:
+        chosen: list[Any] = editing.edits(self.policy, thinking_on)
+        betas = [editing.CONTEXT_MANAGEMENT_BETA] if chosen else []
+        if self.server_compaction:
+            chosen.append(compaction.compact_edit(self.policy))
+            betas.append(compaction.COMPACTION_BETA)
+        return betas, (BetaContextManagementConfigParam(edits=chosen) if chosen else None)
+
+    def _meter(self, response: Any, iteration: int, calls: list[ModelCall], phase: str, latency_ms: int,
+               done: editing.AppliedEdits, watcher_actions: int, checkpoint_id: str | None, model: str | None = None) -> ModelCall:
+        seq = sum(1 for c in calls if c.iteration == iteration)
+        call = metering.record(response, metering.CallContext(
+            run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, model=model or self.config.model,
+            mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration, seq=seq,
+            phase=phase, latency_ms=latency_ms, edits_applied=done.count, tokens_cleared=done.tokens_cleared,
+            watcher_actions=watcher_actions, checkpoint_id=checkpoint_id))
+        tokens = self._weighted(call)
+        self.spent += tokens
+        self.run_budget.charge(tokens)
+        return call
+
+    def _weighted(self, call: ModelCall) -> float:
+        return budgets.weighted_tokens(call.usage, self.config.model, self.policy.cache_ttl, batch=call.mode == "batch")
+
+    # checkpoints -------------------------------------------------------------------------------
+    def checkpoint(self, state: LoopState, calls: list[ModelCall], trigger: str = "iteration") -> str | None:
+        """Write and verify a checkpoint; a failure is recorded as a decision, never raised."""
+        if self.checkpoints is None:
+            return None
+        checkpoint = Checkpoint(
+            run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, agent=self.config.agent, model=self.config.model,
+            iteration=state.iteration, trigger=trigger,  # type: ignore[arg-type]
+            examined=list(self.runner.files_examined) + [f"{c.name} (iteration {c.iteration})" for c in self.runner.calls],
+            hypotheses=state.hypotheses(), decisions=state.decisions[-20:], next_steps=state.pending_calls(),
+            state=state.to_dict(), calls=list(calls), tool_calls=list(self.runner.calls), files_examined=list(self.runner.files_examined),
+        )
+        try:
+            self.last_checkpoint = self.pending_checkpoint = self.checkpoints.save(checkpoint).checkpoint_id
+        except CheckpointError as exc:
+            state.decide(state.iteration, f"checkpoint not written: {exc}")
+            return None
+        return self.last_checkpoint

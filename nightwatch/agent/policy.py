@@ -1,0 +1,77 @@
+"""The context-management policy of an investigation: every layer a switch with its parameters.
+
+Defaults are the product's: they come from Settings (NIGHTWATCH_ variables), and `ContextPolicy.off()`
+is the naive agent the benchmark compares against. Why the defaults are what they are:
+
+- caching: 5-minute TTL for interactive runs, 1 hour for scheduled (batch) runs whose investigations
+  outlive five minutes of queueing;
+- tool-result clearing fires late (40k tokens) and clears a lot at once (10k at least): every clearing
+  invalidates the prompt cache after the cleared block, so small frequent clearings cost more than
+  they save; `recall_context` results are never cleared (they are the way back to cleared content);
+- thinking: all thinking turns are kept, because clearing them invalidates the cache as well;
+- compaction at 50k tokens (the API's minimum), paused so a checkpoint is written and the budget
+  checked before the investigation goes on;
+- the watcher keeps 15% headroom in an 80k working context, well below the model's window, because
+  long contexts cost more and focus worse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+SCHEDULED_TTL = "1h"
+INTERACTIVE_TTL = "5m"
+
+
+@dataclass(frozen=True)
+class ContextPolicy:
+    prompt_caching: bool = True
+    cache_ttl: str = INTERACTIVE_TTL
+    context_editing: bool = True
+    clear_tool_uses_trigger: int = 40_000
+    clear_tool_uses_keep: int = 4
+    clear_tool_uses_at_least: int = 10_000
+    clear_exclude_tools: tuple[str, ...] = ("recall_context",)
+    clear_thinking_keep: int | str = "all"
+    compaction: bool = True
+    compaction_trigger: int = 50_000
+    summary_model: str | None = None
+    summary_keep_messages: int = 4
+    watcher: bool = True
+    context_budget: int = 80_000
+    reserve_ratio: float = 0.15
+    checkpoints: bool = True
+
+    @classmethod
+    def off(cls) -> "ContextPolicy":
+        """No layer at all: the full history, uncached (the benchmark's naive strategy)."""
+        return cls(prompt_caching=False, context_editing=False, compaction=False, watcher=False, checkpoints=False)
+
+    @classmethod
+    def from_settings(cls, settings: Any, scheduled: bool = False) -> "ContextPolicy":
+        keep = settings.clear_thinking_keep
+        return cls(
+            prompt_caching=settings.prompt_caching,
+            cache_ttl=SCHEDULED_TTL if scheduled else INTERACTIVE_TTL,
+            context_editing=settings.context_editing,
+            clear_tool_uses_trigger=settings.clear_tool_uses_trigger,
+            clear_tool_uses_keep=settings.clear_tool_uses_keep,
+            clear_tool_uses_at_least=settings.clear_tool_uses_at_least,
+            clear_thinking_keep=int(keep) if str(keep).isdigit() else "all",
+            compaction=settings.compaction,
+            compaction_trigger=settings.compaction_trigger,
+            summary_model=settings.summary_model,
+            watcher=settings.context_watcher,
+            context_budget=settings.context_budget_tokens,
+            reserve_ratio=settings.context_reserve_ratio,
+            checkpoints=settings.checkpoints,
+        )
+
+    def with_(self, **changes: Any) -> "ContextPolicy":
+        return replace(self, **changes)
+
+    @property
+    def watcher_limit(self) -> int:
+        """The most tokens a request may hold: the working budget minus the reserve."""
+        return int(self.context_budget * (1 - self.reserve_ratio))

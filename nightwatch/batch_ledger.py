@@ -1,0 +1,124 @@
+"""The batch ledger: what a night submitted to Message Batches, kept on disk before anyone polls.
+
+One ledger per night (its window and triage model), at `NIGHTWATCH_HOME/batches/<key>.json`. The
+whole plan (each batch's custom_id -> fingerprint mapping) is written before the first create;
+each batch id is written as soon as the API returns it. A crashed, retried or rerun night loads the
+ledger and polls the same batches instead of submitting again. Once collected, the verdicts stay
+in the ledger, so a later rerun neither downloads nor pays for them twice.
+
+Writes are atomic (temporary file, fsync, rename); submission holds an exclusive lock on
+`<key>.lock`, so two processes resuming the same night cannot both create a batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from nightwatch.batches import BatchStatus
+from nightwatch.models import Model, ModelCall
+from nightwatch.triage import TriageOutcome
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class LedgerError(RuntimeError):
+    """A ledger file that cannot be read; the message names the file so it can be inspected or removed."""
+
+
+class LedgerBatch(Model):
+    index: int
+    custom_ids: dict[str, str] = Field(description="custom_id -> error fingerprint")
+    intent_at: datetime = Field(description="When creation was decided; a batch created after it may be adopted.")
+    batch_id: str | None = None
+    status: BatchStatus | None = None
+    cancel_requested_at: datetime | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.status is not None and self.status.ended
+
+
+class Fallback(Model):
+    reason: str
+    wasted: ModelCall | None = Field(default=None, description="A billed batch answer that could not be used.")
+
+
+class BatchLedger(Model):
+    key: str
+    run_id: str
+    created_at: datetime
+    batches: list[LedgerBatch]
+    polls: int = 0
+    handoffs: int = 0
+    collected_by: str | None = None
+    outcomes: dict[str, TriageOutcome] = Field(default_factory=dict)
+    fallbacks: dict[str, Fallback] = Field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        return all(b.ended for b in self.batches)
+
+    @property
+    def collected(self) -> bool:
+        return self.collected_by is not None
+
+    def fingerprints(self) -> set[str]:
+        return {fp for b in self.batches for fp in b.custom_ids.values()}
+
+    def batch_ids(self) -> list[str]:
+        return [b.batch_id for b in self.batches if b.batch_id]
+
+    def describe(self) -> str:
+        states = "; ".join(b.status.describe() if b.status else f"batch {b.index} not submitted" for b in self.batches)
+        return f"{len(self.fingerprints())} triage requests in {len(self.batches)} batch(es): {states}"
+
+
+def ledger_key(window_key: str, model: str) -> str:
+    return _UNSAFE.sub("_", f"triage-{window_key}-{model}")
+
+
+class LedgerStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def load(self, key: str) -> BatchLedger | None:
+        path = self.path(key)
+        if not path.is_file():
+            return None
+        try:
+            return BatchLedger.model_validate_json(path.read_text())
+        except (ValidationError, ValueError) as exc:
+            raise LedgerError(f"batch ledger {path} cannot be read ({exc}); move it aside to submit this night again") from exc
+
+    def save(self, ledger: BatchLedger) -> BatchLedger:
+        path = self.path(ledger.key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(ledger.model_dump_json(indent=1))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        return ledger
+
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """An exclusive lock on the night's ledger; the OS releases it if the process dies."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / f"{key}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)

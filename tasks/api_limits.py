@@ -1,0 +1,68 @@
+"""The bound on model traffic: a Prefect global concurrency limit named for the API.
+
+Every NightWatch deployment shares `anthropic-api`, so model calls across applications stay within
+what the account allows. NightWatch creates the limit when it is missing (`api_concurrency` slots)
+and leaves an existing one alone, so an operator can resize or pause it in the UI. It works the same
+against the ephemeral local server of an offline run.
+
+A direct pass takes its slots in one acquisition and shares them among its tasks through a
+semaphore: acquiring a slot is a round trip to the Prefect API, serialised per limit, which would
+otherwise cost more than the calls it guards. A task running outside such a pass (on another
+worker) takes one slot around each call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.concurrency.sync import concurrency
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+API_LIMIT = "anthropic-api"
+_GATES: dict[str, threading.BoundedSemaphore] = {}
+
+
+class ApiPaused(RuntimeError):
+    """The operator set the API's concurrency limit to zero: no model call may start."""
+
+
+def ensure_api_limit(size: int, name: str = API_LIMIT) -> int:
+    """Create the limit if missing; return how many slots it has (an inactive limit bounds nothing: `size`)."""
+    with get_client(sync_client=True) as client:
+        try:
+            found = client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            with contextlib.suppress(ObjectAlreadyExists):
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=size))
+            return size
+    if found.active and found.limit < 1:
+        raise ApiPaused(f"the Prefect concurrency limit {name!r} has 0 slots: model calls are paused until it is raised")
+    return found.limit if found.active else size
+
+
+@contextlib.contextmanager
+def api_slots(run_id: str, wanted: int, size: int) -> Iterator[int]:
+    """Hold min(wanted, limit) slots for a whole direct pass; yields how many calls may run at once."""
+    slots = max(1, min(wanted, ensure_api_limit(size)))
+    with concurrency(API_LIMIT, occupy=slots, strict=True):
+        _GATES[run_id] = threading.BoundedSemaphore(slots)
+        try:
+            yield slots
+        finally:
+            _GATES.pop(run_id, None)
+
+
+@contextlib.contextmanager
+def api_call(run_id: str) -> Iterator[None]:
+    """Around one model call: a slot of the run's pass if one is open here, else one of the global limit."""
+    gate = _GATES.get(run_id)
+    if gate is not None:
+        with gate:
+            yield
+        return
+    with concurrency(API_LIMIT, occupy=1):
+        yield

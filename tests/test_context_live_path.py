@@ -1,0 +1,97 @@
+"""What reaches the API: beta headers, `context_management` shapes and cache breakpoints, read back over HTTP."""
+
+from __future__ import annotations
+
+from nightwatch.agent.caching import hit_rate
+from nightwatch.agent.client import AnthropicModelClient
+from nightwatch.agent.definitions import load_definition
+from nightwatch.agent.loop import LoopConfig, run_agent
+from nightwatch.agent.policy import ContextPolicy
+from tests.fakes.anthropic import FakeAnthropic, malformed, slow
+from tests.test_agent_loop import VALID, _case, _use
+
+INSTRUCTIONS_START = "This conversation investigates one production error."
+
+
+def _config(**kw):
+    d = load_definition("base-analyzer")
+    return LoopConfig(**{"model": "claude-sonnet-4-6", "system_prompt": d.system_prompt, "tools": d.tools, **kw})
+
+
+def _run(tmp_path, **config):
+    _, runner, first = _case(tmp_path)
+    with FakeAnthropic() as fake:
+        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner, _config(**config), first)
+        return outcome, fake.message_bodies(), fake.betas()
+
+
+def test_default_layers_send_the_documented_betas_and_edit_shapes(tmp_path):
+    outcome, bodies, betas = _run(tmp_path)
+    assert outcome.failure is None
+    assert all(b == ["context-management-2025-06-27", "compact-2026-01-12"] for b in betas)
+    clear, compact = bodies[0]["context_management"]["edits"]
+    assert clear == {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 40_000},
+                     "keep": {"type": "tool_uses", "value": 4}, "clear_at_least": {"type": "input_tokens", "value": 10_000},
+                     "exclude_tools": ["recall_context"]}
+    assert compact["type"] == "compact_20260112" and compact["trigger"] == {"type": "input_tokens", "value": 50_000}
+    assert compact["pause_after_compaction"] is True and compact["instructions"].startswith(INSTRUCTIONS_START)
+
+
+def test_thinking_puts_clear_thinking_first(tmp_path):
+    _, runner, first = _case(tmp_path)
+    with FakeAnthropic() as fake:
+        fake.script([{"type": "thinking", "thinking": "Look at the controller.", "signature": "c2ln"}, _use("list_directory", {"path": "app"})],
+                    [_use("submit_analysis", VALID, 2)])
+        run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner, _config(thinking_budget=2048), first)
+        body = fake.message_bodies()[0]
+    assert body["context_management"]["edits"][0] == {"type": "clear_thinking_20251015", "keep": "all"}
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and "tool_choice" not in body
+
+
+def test_a_model_without_server_compaction_gets_no_compaction_beta(tmp_path):
+    _, bodies, betas = _run(tmp_path, model="claude-haiku-4-5")
+    assert all(b == ["context-management-2025-06-27"] for b in betas)
+    assert [e["type"] for e in bodies[0]["context_management"]["edits"]] == ["clear_tool_uses_20250919"]
+
+
+def test_with_every_layer_off_nothing_is_cached_or_edited(tmp_path):
+    outcome, bodies, betas = _run(tmp_path, policy=ContextPolicy.off())
+    assert betas == [[]] * len(bodies) and all("context_management" not in b for b in bodies)
+    assert "cache_control" not in str(bodies)
+    assert outcome.usage.cache_read == outcome.usage.cache_write == 0
+
+
+def test_four_breakpoints_move_with_the_conversation_and_the_cache_pays_back(tmp_path):
+    outcome, bodies, _ = _run(tmp_path)
+    for body in bodies:
+        marked = [b for b in body["tools"] + body["system"] if "cache_control" in b]
+        marked += [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
+        assert len(marked) == 4 and "cache_control" in body["messages"][-1]["content"][-1]
+        assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "5m"}
+    later = outcome.calls[1:]
+    assert all(c.usage.cache_read > 0 for c in later) and hit_rate(outcome.usage) > 0.5
+    assert outcome.calls[0].usage.cache_write > 0
+
+
+def test_scheduled_runs_cache_for_an_hour(tmp_path):
+    outcome, bodies, _ = _run(tmp_path, policy=ContextPolicy(cache_ttl="1h"))
+    assert bodies[0]["system"][0]["cache_control"]["ttl"] == "1h"
+    assert outcome.calls[0].usage.cache_write > 0 and outcome.calls[0].cost_usd > 0
+
+
+def test_a_malformed_body_interrupts_the_loop_and_keeps_what_was_metered(tmp_path):
+    _, runner, first = _case(tmp_path)
+    with FakeAnthropic() as fake:
+        fake.fail_at(2, malformed())
+        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner, _config(), first)
+    assert outcome.interrupted and outcome.failure.startswith("model call failed at iteration 2")
+    assert len(outcome.calls) == 1 and outcome.calls[0].usage.cache_write > 0
+
+
+def test_a_slow_answer_times_out_and_the_sdk_retries_it(tmp_path):
+    _, runner, first = _case(tmp_path)
+    with FakeAnthropic() as fake:
+        fake.fail_next("POST", "/v1/messages", slow(2.0))
+        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2, timeout_s=0.5), runner, _config(), first)
+        requests = len(fake.message_requests())
+    assert outcome.failure is None and requests == len(outcome.calls) + 1

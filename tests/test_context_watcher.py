@@ -1,0 +1,81 @@
+"""The proactive watcher keeps headroom, compacts the least useful first, and never touches Critical sections."""
+
+from __future__ import annotations
+
+import copy
+
+from nightwatch.agent.client import AnthropicModelClient
+from nightwatch.agent.loop import run_agent
+from nightwatch.agent.policy import ContextPolicy
+from nightwatch.agent.recall import EventLog
+from nightwatch.agent.watcher import COMPACTED, Watcher
+from nightwatch.tokens import EstimatingCounter
+from tests.fakes.anthropic import FakeAnthropic
+from tests.test_context_compaction import _setup
+from tests.test_context_live_path import _config
+
+FOCUS = "NoMethodError email nil orders_controller show"
+FILLER = "value = compute(value)\n" * 120  # ~700 tokens, nothing about the error
+
+
+def _history() -> list[dict]:
+    messages: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "## Error\nNoMethodError in orders#show " + FILLER}]}]
+    results = ["orders_controller show: @order.user.email\n" + FILLER, "directory listing\n" + FILLER,
+               "search email nil\n" + FILLER, "latest result\n" + FILLER]
+    names = ["read_file", "list_directory", "search_code", "read_file"]
+    for i, (name, text) in enumerate(zip(names, results)):
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": f"Step {i}: checking more. " + FILLER},
+                                                          {"type": "tool_use", "id": f"t{i}", "name": name, "input": {"n": i}}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": text}]})
+    return messages
+
+
+def _watcher(limit: int, events: EventLog | None = None) -> Watcher:
+    return Watcher(limit, EstimatingCounter(), FOCUS, events if events is not None else EventLog(), "fp")
+
+
+def test_nothing_is_compacted_while_there_is_headroom():
+    messages = _history()
+    before = copy.deepcopy(messages)
+    actions, _ = _watcher(100_000).keep_headroom(messages, "system", [], now=5)
+    assert actions == 0 and messages == before
+
+
+def test_lowest_score_goes_first_and_critical_sections_never():
+    messages = _history()
+    watcher = _watcher(0)  # no budget at all: everything that may go, goes
+    order = [s.label for s in sorted(watcher.sections(messages), key=lambda s: s.score(5)) if s.priority != "critical"]
+    assert order[0].startswith("list_directory")  # low priority, irrelevant, old
+    actions, _ = watcher.keep_headroom(messages, "system", [], now=5)
+    assert actions == len(order)
+    assert COMPACTED not in str(messages[0]) and COMPACTED not in str(messages[-2:])  # the error, the turn in progress
+    assert all(b["tool_use_id"] for m in messages if m["role"] == "user" for b in m["content"] if b.get("type") == "tool_result")
+
+
+def test_relevant_sections_outlive_irrelevant_ones_of_the_same_age():
+    watcher = _watcher(0)
+    scores = {s.label: s.score(5) for s in watcher.sections(_history())}
+    relevant = next(v for k, v in scores.items() if k.startswith("read_file {'n': 0}"))
+    irrelevant = next(v for k, v in scores.items() if k.startswith("search_code"))
+    assert relevant > irrelevant * 0.9
+
+
+def test_compacted_text_stays_recallable():
+    events = EventLog()
+    messages = _history()
+    _watcher(0, events).keep_headroom(messages, "system", [], now=5)
+    assert any(e.kind == "compacted" and "Step 0" in e.text for e in events._events)
+
+
+def test_the_watcher_keeps_every_request_under_the_budget_minus_the_reserve(tmp_path):
+    runner, first, script = _setup(tmp_path, 6)
+    policy = ContextPolicy(context_editing=False, compaction=False, context_budget=24_000, reserve_ratio=0.15)
+    with FakeAnthropic() as fake:
+        fake.script(*script)
+        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner,
+                            _config(policy=policy, token_budget=500_000), first)
+        prompts = [r.json() for r in fake.message_requests()]
+    assert outcome.failure is None and sum(c.watcher_actions for c in outcome.calls) > 0
+    counter = EstimatingCounter()
+    sizes = [counter.count(system=p["system"], messages=p["messages"], tools=p["tools"]) for p in prompts]
+    assert max(sizes) <= policy.watcher_limit

@@ -1,0 +1,130 @@
+"""The investigate subflow under Prefect: a concurrency limit that really limits, retries that resume, the run budget."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+
+import pytest
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
+from prefect.states import Failed
+from prefect.testing.utilities import prefect_test_harness
+
+from flows.investigate import investigate_flow
+from flows.nightwatch import nightwatch_flow
+from nightwatch.agent.budgets import RunBudgetSpent
+from nightwatch.models import ErrorGroup, StackFrame, TraceData, TriageVerdict
+from nightwatch.research import ResearchContext
+from nightwatch.settings import Settings
+from tasks.context import new_context
+from tasks.investigate_tasks import _retryable, investigate_error_task
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.http import Reply, Request
+
+pytestmark = pytest.mark.flow
+UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
+DEMO_BUGS = [  # (class, transaction, message, file, line, method): real lines of the demo application
+    ("NoMethodError", "Controller/orders/show", "undefined method `email' for nil:NilClass", "app/controllers/orders_controller.rb", 13, "show"),
+    ("ZeroDivisionError", "Controller/checkout/show", "divided by 0", "app/services/price_calculator.rb", 55, "/"),
+    ("KeyError", "Controller/webhooks/stripe", "key not found: \"customer\"", "app/controllers/webhooks_controller.rb", 52, "fetch"),
+    ("TypeError", "Controller/products/index", "no implicit conversion of Float into String", "lib/money_format.rb", 33, "+"),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def harness():
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def results_storage(tmp_path):
+    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}):
+        yield
+
+
+class CountingFake(FakeAnthropic):
+    """Measures how many Messages requests are in flight at once; can fail the Nth one."""
+
+    def __init__(self, delay_s: float = 0.0, fail_at: int | None = None) -> None:
+        super().__init__()
+        self.delay_s, self.fail_at = delay_s, fail_at
+        self.active = self.peak = self.count = 0
+        self.lock = threading.Lock()
+
+    def _messages(self, req: Request) -> Reply:
+        with self.lock:
+            self.count += 1
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            failing = self.count == self.fail_at
+        try:
+            time.sleep(self.delay_s)
+            return Reply(500, {"type": "error", "error": {"type": "api_error", "message": "boom"}}) if failing else super()._messages(req)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+def _inputs(n: int):
+    errors, traces, research, verdicts = [], [], [], []
+    for cls, txn, msg, path, line, method in DEMO_BUGS[:n]:
+        error = ErrorGroup(error_class=cls, transaction=txn, message=msg, occurrences=50)
+        errors.append(error)
+        traces.append(TraceData(fingerprint=error.fingerprint, stack_frames=[StackFrame(file=path, line=line, method=method, in_app=True)]))
+        research.append(ResearchContext(fingerprint=error.fingerprint))
+        verdicts.append(TriageVerdict(fingerprint=error.fingerprint, complexity="moderate"))
+    return errors, traces, research, verdicts
+
+
+def _context(fake: FakeAnthropic, name: str, until: datetime = UNTIL, **settings):
+    values = {"anthropic_api_key": fake.api_key, "anthropic_base_url": fake.url, "anthropic_max_retries": 0,
+              "investigation_concurrency_limit": f"test-{name}", **settings}
+    return new_context(Settings(**values), f"flowrun-{name}", until, since_hours=24, mode="interactive", dry_run=True,
+                       agent="base-analyzer", max_errors=8, max_issues=3, overrides={}, settings_block=None)
+
+
+def test_the_concurrency_limit_is_created_and_holds(nightwatch_home):
+    with CountingFake(delay_s=0.15) as fake:
+        ctx = _context(fake, "limit", analysis_concurrency=2)
+        results = investigate_flow(ctx, *_inputs(4))
+    assert all(r is not None and r.failure is None and r.analysis for r in results)
+    assert fake.peak <= 2
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name("test-limit").limit == 2
+
+
+def test_a_retried_task_resumes_from_its_checkpoint(nightwatch_home):
+    errors, traces, research, verdicts = _inputs(1)
+    with CountingFake() as clean:
+        baseline = investigate_flow(_context(clean, "baseline"), errors, traces, research, verdicts)[0]
+    with CountingFake(fail_at=3) as fake:
+        ctx = _context(fake, "retry", until=UNTIL.replace(hour=7))  # another window: not answered from the task cache
+
+        @flow
+        def one_error():
+            future = investigate_error_task.with_options(retry_delay_seconds=0).submit(ctx, errors[0], traces[0], research[0], verdicts[0])
+            return future.result(), future.state
+
+        result, state = one_error()
+        bodies = fake.message_bodies()
+    assert result.failure is None and result.analysis == baseline.analysis
+    assert [c.iteration for c in result.model_calls] == [c.iteration for c in baseline.model_calls]  # nothing redone
+    assert len(bodies) == len(baseline.model_calls) + 1  # the failed call, then the retry's calls from iteration 3 on
+    assert len(bodies[3]["messages"]) == len(bodies[2]["messages"])  # the retry sent what the failed call had sent
+    assert state.is_completed()
+
+
+def test_the_night_budget_leaves_deep_errors_with_their_triage_verdict(nightwatch_home):
+    report = nightwatch_flow(until=UNTIL, max_errors=4, overrides={"token_budget_per_run": 1})
+    deep = [r for r in report.results if r.verdict and r.verdict.route == "deep"]
+    assert deep and all(r.source == "triage" and r.iterations == 0 and r.failure is None for r in deep)
+    assert any("run token budget" in w and "kept their triage verdict" in w for w in report.warnings)
+
+
+def test_a_spent_budget_is_never_retried():
+    assert not _retryable(None, None, Failed(data=RunBudgetSpent("spent")))
+    assert _retryable(None, None, Failed(data=RuntimeError("model call failed")))

@@ -1,0 +1,24 @@
+"""The token-efficiency benchmark runs, keeps its JSON keys, and its strategies rank as the design says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.investigation_corpus import LENGTHS, corpus
+from benchmarks.token_efficiency import STRATEGIES, figures, run
+from nightwatch.codehosts.local import LocalRepoHost
+from nightwatch.runtime import DEMO_APP
+
+KEYS = {"cost_weighted_tokens", "billed_input_tokens", "output_tokens", "peak_context_tokens", "needles_answered", "needles_total"}
+
+
+def test_long_investigations_rank_naive_original_nightwatch(tmp_path: Path):
+    host = LocalRepoHost(DEMO_APP)
+    scripts = [s for s in corpus(host) if s.night == "long"][:3]
+    assert all(5 <= s.calls <= max(LENGTHS.values()) for s in scripts)
+    data = figures({name: run(name, scripts, host, tmp_path) for name in STRATEGIES})
+    assert set(data) == {"naive", "original", "nightwatch", "floor"} and set(data["floor"]) == {"cost_weighted_tokens"}
+    assert all(set(data[name]) == KEYS for name in STRATEGIES)
+    naive, original, nightwatch = (data[n]["cost_weighted_tokens"] for n in ("naive", "original", "nightwatch"))
+    assert data["floor"]["cost_weighted_tokens"] < nightwatch < original < naive
+    assert data["nightwatch"]["needles_answered"] == 3 and data["original"]["needles_answered"] < 3  # the window dropped them
