@@ -15,11 +15,19 @@ from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, Triage
 from nightwatch.research import ResearchContext
 from tasks.context import RunContext, settings_for
 from tasks.investigate_tasks import ensure_limit, investigate_error_task
+from tasks.night_inputs import load, stash
+
+
+def investigate_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext],
+                     verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult | None]:
+    """Step 4b: the investigate subflow over these errors (inputs go by reference: see tasks/night_inputs.py)."""
+    return investigate_subflow(ctx, stash(ctx, "investigate", errors, traces, research), verdicts)
 
 
 @flow(name="investigate", log_prints=True)
-def investigate_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext],
-                     verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult | None]:
+def investigate_subflow(ctx: RunContext, inputs: str, verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult | None]:
+    night = load(inputs)
+    errors, traces, research = night.errors, night.traces, night.research
     limit = ensure_limit(settings_for(ctx))
     get_run_logger().info("%d investigations under the concurrency limit %r", len(errors), limit)
     futures = [investigate_error_task.submit(ctx, *args) for args in zip(errors, traces, research, verdicts)]

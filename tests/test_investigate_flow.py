@@ -128,3 +128,12 @@ def test_the_night_budget_leaves_deep_errors_with_their_triage_verdict(nightwatc
 def test_a_spent_budget_is_never_retried():
     assert not _retryable(None, None, Failed(data=RunBudgetSpent("spent")))
     assert _retryable(None, None, Failed(data=RuntimeError("model call failed")))
+
+
+def test_inputs_past_prefects_parameter_limit_go_by_reference(nightwatch_home):
+    errors, traces, research, verdicts = _inputs(2)
+    bulky = [r.model_copy(update={"file_previews": {f"app/big_{i}.rb": "x = 1\n" * 60_000}}) for i, r in enumerate(research)]
+    assert sum(len(p) for r in bulky for p in r.file_previews.values()) > 600_000  # Prefect refuses > 512 KB of parameters
+    with FakeAnthropic() as fake:
+        results = investigate_flow(_context(fake, "bulky"), errors, traces, bulky, verdicts)
+    assert [r.error.fingerprint for r in results] == [e.fingerprint for e in errors]
