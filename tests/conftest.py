@@ -36,3 +36,21 @@ def nightwatch_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     return home
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API for every flow test of the session (it takes ~10 s to start)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def flow_results(tmp_path: Path):
+    """Task results of this test only: the harness replaces the database, not the result storage."""
+    from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
+
+    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}):
+        yield tmp_path / "results"

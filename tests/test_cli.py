@@ -7,8 +7,6 @@ from datetime import datetime, timezone
 
 import pytest
 import typer
-from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
-from prefect.testing.utilities import prefect_test_harness
 from typer.testing import CliRunner
 
 from nightwatch.cli import app, parse_since
@@ -63,12 +61,10 @@ def test_agents_commands(tmp_path):
 
 
 @pytest.mark.flow
-def test_run_json_prints_only_the_report(tmp_path):
-    with prefect_test_harness(server_startup_timeout=120), temporary_settings(
-        updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}
-    ):
-        until = datetime(2026, 11, 21, 6, tzinfo=timezone.utc).isoformat()
-        result = runner.invoke(app, ["run", "--output", "json", "--max-errors", "3", "--until", until[:19]])
+@pytest.mark.usefixtures("prefect_harness", "flow_results")
+def test_run_json_prints_only_the_report():
+    until = datetime(2026, 11, 21, 6, tzinfo=timezone.utc).isoformat()
+    result = runner.invoke(app, ["run", "--output", "json", "--max-errors", "3", "--until", until[:19]])
     assert result.exit_code == 0, result.stderr
     report = RunReport.model_validate_json(result.stdout)
     assert report.errors_selected == 3 and report.demo_data

@@ -9,8 +9,6 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
-from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
-from prefect.testing.utilities import prefect_test_harness
 
 from flows.nightwatch import nightwatch_flow
 from nightwatch.ignore import InvalidIgnoreRules
@@ -19,21 +17,9 @@ from nightwatch.sources.base import SourceError
 from tasks.run_start import StepFailed
 from tests.fakes.anthropic import FakeAnthropic
 
-pytestmark = pytest.mark.flow
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 EXPECTED = yaml.safe_load((DEMO_DIR / "expected.yml").read_text())
-
-
-@pytest.fixture(scope="module", autouse=True)
-def harness():
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture(autouse=True)
-def results_storage(tmp_path):
-    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}):
-        yield
 
 
 def _night(**kw):

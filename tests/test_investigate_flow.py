@@ -9,9 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from prefect import flow
 from prefect.client.orchestration import get_client
-from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.states import Failed
-from prefect.testing.utilities import prefect_test_harness
 
 from flows.investigate import investigate_flow
 from flows.nightwatch import nightwatch_flow
@@ -24,7 +22,7 @@ from tasks.investigate_tasks import _retryable, investigate_error_task
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.http import Reply, Request
 
-pytestmark = pytest.mark.flow
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 DEMO_BUGS = [  # (class, transaction, message, file, line, method): real lines of the demo application
     ("NoMethodError", "Controller/orders/show", "undefined method `email' for nil:NilClass", "app/controllers/orders_controller.rb", 13, "show"),
@@ -32,18 +30,6 @@ DEMO_BUGS = [  # (class, transaction, message, file, line, method): real lines o
     ("KeyError", "Controller/webhooks/stripe", "key not found: \"customer\"", "app/controllers/webhooks_controller.rb", 52, "fetch"),
     ("TypeError", "Controller/products/index", "no implicit conversion of Float into String", "lib/money_format.rb", 33, "+"),
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def harness():
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture(autouse=True)
-def results_storage(tmp_path):
-    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}):
-        yield
 
 
 class CountingFake(FakeAnthropic):

@@ -18,8 +18,7 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 from prefect.client.schemas.sorting import FlowRunSort
-from prefect.settings import PREFECT_API_URL, PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
-from prefect.testing.utilities import prefect_test_harness
+from prefect.settings import PREFECT_API_URL
 
 from flows.nightwatch import nightwatch_flow
 from nightwatch.batch_ledger import LedgerStore
@@ -27,24 +26,16 @@ from nightwatch.render.summary import text_summary
 from tasks.api_limits import API_LIMIT
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
 
-pytestmark = pytest.mark.flow
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parents[1]
 FAST_POLLING = {"NIGHTWATCH_BATCH_POLL_INITIAL_S": "0.05", "NIGHTWATCH_BATCH_POLL_MAX_S": "0.2", "NIGHTWATCH_ANTHROPIC_MAX_RETRIES": "1"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def harness():
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
 @pytest.fixture(autouse=True)
-def results_storage(tmp_path, monkeypatch):
+def fast_polling(monkeypatch):
     for name, value in FAST_POLLING.items():
         monkeypatch.setenv(name, value)
-    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / "results"}):
-        yield
 
 
 def _live(monkeypatch, fake: FakeAnthropicBatches) -> None:
