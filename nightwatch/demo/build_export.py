@@ -20,10 +20,10 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-try:  # imported as nightwatch.demo.build_export
-    from .error_catalog import Group, all_groups
-except ImportError:  # run as a script from this folder
-    from error_catalog import Group, all_groups
+if not __package__:  # run as a script: make the nightwatch package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from nightwatch.demo.error_catalog import Group, all_groups  # noqa: E402
 
 OUTPUT = Path(__file__).resolve().parent / "nerdgraph_export.json"
 FORMAT = "nightwatch.nerdgraph-export/1"

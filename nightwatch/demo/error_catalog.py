@@ -7,27 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-try:  # imported as nightwatch.demo.error_catalog
-    from .ruby_traces import (
-        AP,
-        AR,
-        AS,
-        CONTROLLER_STACK,
-        MIDDLEWARE_STACK,
-        NET_HTTP_READ,
-        PG_QUERY,
-        RAKE_STACK,
-        RT,
-        RUBY_LIB,
-        SIDEKIQ_STACK,
-        SQ,
-        STRIPE_REQUEST,
-        app,
-        gem,
-        stdlib,
-    )
-except ImportError:  # run as a script from this folder
-    from ruby_traces import (
+from nightwatch.demo.ruby_traces import (
         AP,
         AR,
         AS,
