@@ -126,7 +126,35 @@ def _message(exc: GithubException) -> str:
     return f"{text} ({details})" if details else text
 
 
-class GitHubHost:
+class GitHubRepoAdapter:
+    """What every GitHub adapter shares: a configured client and the repository, opened on first use."""
+
+    def __init__(
+        self,
+        repo: str,
+        token: SecretStr,
+        base_url: str = "https://api.github.com",
+        timeout: int = 15,
+        retries: int = 3,
+        *,
+        label: str = "nightwatch",
+        backoff_factor: float = 0.5,
+        seconds_between_requests: float | None = 0.25,
+        seconds_between_writes: float | None = 1.0,
+    ) -> None:
+        if not REPO_SLUG.match(repo or ""):
+            raise CodeHostError(f"GitHub repository must look like owner/name, got {repo!r}")
+        self.repo_name, self.label = repo, label
+        self._gh = github_client(
+            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
+        )
+
+    @cached_property
+    def repository(self) -> Repository:
+        return open_repository(self._gh, self.repo_name)
+
+
+class GitHubHost(GitHubRepoAdapter):
     """One GitHub repository's default branch, read through the REST API."""
 
     def __init__(
@@ -141,16 +169,10 @@ class GitHubHost:
         seconds_between_requests: float | None = 0.25,
         max_search_files: int = 10,
     ) -> None:
-        if not REPO_SLUG.match(repo or ""):
-            raise CodeHostError(f"GitHub repository must look like owner/name, got {repo!r}")
-        self.repo_name = repo
+        super().__init__(repo, token, base_url, timeout, retries, backoff_factor=backoff_factor,
+                         seconds_between_requests=seconds_between_requests)
         self.name = f"github:{repo}"
         self.max_search_files = max_search_files
-        self._gh = github_client(token, base_url, timeout, retries, backoff_factor, seconds_between_requests)
-
-    @cached_property
-    def repository(self) -> Repository:
-        return open_repository(self._gh, self.repo_name)
 
     # reading ------------------------------------------------------------------------------------
     def _contents(self, rel: str, missing: str) -> Any:
@@ -289,29 +311,3 @@ def _literal_folder(pattern: str) -> str:
     """The folder part of a glob before its first wildcard, cut at a whole path segment."""
     head = re.split(r"[*?\[]", pattern)[0]
     return head.rstrip("/") if head.endswith("/") else posixpath.dirname(head)
-
-
-class GitHubRepoAdapter:
-    """What the GitHub publishers share: a configured client and the repository, opened on first use."""
-
-    def __init__(
-        self,
-        repo: str,
-        token: SecretStr,
-        base_url: str = "https://api.github.com",
-        timeout: int = 15,
-        retries: int = 3,
-        *,
-        label: str = "nightwatch",
-        backoff_factor: float = 0.5,
-        seconds_between_requests: float | None = 0.25,
-        seconds_between_writes: float | None = 1.0,
-    ) -> None:
-        self.repo_name, self.label = repo, label
-        self._gh = github_client(
-            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
-        )
-
-    @cached_property
-    def repository(self) -> Repository:
-        return open_repository(self._gh, self.repo_name)
