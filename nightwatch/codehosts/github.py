@@ -157,20 +157,8 @@ class GitHubRepoAdapter:
 class GitHubHost(GitHubRepoAdapter):
     """One GitHub repository's default branch, read through the REST API."""
 
-    def __init__(
-        self,
-        repo: str,
-        token: SecretStr,
-        base_url: str = "https://api.github.com",
-        timeout: int = 15,
-        retries: int = 3,
-        *,
-        backoff_factor: float = 0.5,
-        seconds_between_requests: float | None = 0.25,
-        max_search_files: int = 10,
-    ) -> None:
-        super().__init__(repo, token, base_url, timeout, retries, backoff_factor=backoff_factor,
-                         seconds_between_requests=seconds_between_requests)
+    def __init__(self, repo: str, token: SecretStr, *args: Any, max_search_files: int = 10, **kwargs: Any) -> None:
+        super().__init__(repo, token, *args, **kwargs)
         self.name = f"github:{repo}"
         self.max_search_files = max_search_files
 
