@@ -13,10 +13,9 @@ import fnmatch
 from pydantic import BaseModel, Field
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError, digest_bytes, safe_relative_path
-from nightwatch.models import Analysis, ErrorAnalysisResult, FileChange
+from nightwatch.models import CONFIDENCE_RANK, Analysis, ErrorAnalysisResult, FileChange
 
 MAX_FILES_PER_FIX = 10
-_CONFIDENCE_RANK = {"high": 3, "medium": 2, "low": 1}
 _REFUSED_DIRS = {".github", ".gitlab", ".circleci", ".buildkite", ".ci", ".husky"}
 _REFUSED_NAMES = [
     ".gitlab-ci.yml", "jenkinsfile", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".drone.yml",
@@ -138,5 +137,5 @@ def choose_best_fix(results: list[ErrorAnalysisResult]) -> ErrorAnalysisResult |
     candidates = [r for r in results if r.analysis and r.analysis.has_fix and r.analysis.file_changes]
     if not candidates:
         return None
-    return max(candidates, key=lambda r: (_CONFIDENCE_RANK[r.analysis.confidence], r.error.occurrences))  # type: ignore
+    return max(candidates, key=lambda r: (CONFIDENCE_RANK[r.analysis.confidence], r.error.occurrences))  # type: ignore
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 from nightwatch.fingerprint import fingerprint_of
 
 Confidence = Literal["high", "medium", "low"]
+CONFIDENCE_RANK: dict[str, int] = {"high": 3, "medium": 2, "low": 1}  # higher is more trusted
 Severity = Literal["critical", "high", "medium", "low"]
 Complexity = Literal["simple", "moderate", "complex"]
 Category = Literal["code_bug", "config", "dependency", "infra", "transient", "unknown"]

@@ -5,11 +5,6 @@ from __future__ import annotations
 from nightwatch.models import ErrorAnalysisResult, RunTotals, TokenUsage
 
 
-def as_seen_by(run_id: str, results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisResult]:
-    """Results computed by an earlier run (a task cache hit) are marked `cache` for this run."""
-    return [r if r.run_id == run_id or r.source != "model" else r.model_copy(update={"source": "cache"}) for r in results]
-
-
 def run_totals(run_id: str, results: list[ErrorAnalysisResult]) -> RunTotals:
     """What this run spent: calls made by this run only, so cached answers cost nothing twice."""
     tokens, cost, calls, iterations = TokenUsage(), 0.0, 0, 0

@@ -7,11 +7,9 @@ from datetime import datetime
 from pydantic import Field
 
 from nightwatch.ignore import IgnoreRule, apply_ignore_rules
-from nightwatch.models import ErrorAnalysisResult, ErrorGroup, Model, Window
+from nightwatch.models import CONFIDENCE_RANK, ErrorAnalysisResult, ErrorGroup, Model, Window
 from nightwatch.ranking import rank_errors, select_top
 from nightwatch.sources.base import ErrorSource
-
-CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
 class Selection(Model):
@@ -50,5 +48,5 @@ def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisR
         and (r.verdict is None or r.verdict.route != "transient")
         and (r.analysis.confidence != "low" or r.analysis.has_fix)
     ]
-    eligible.sort(key=lambda r: (CONFIDENCE_ORDER[r.analysis.confidence], not r.analysis.has_fix, -r.error.occurrences))  # type: ignore[union-attr]
+    eligible.sort(key=lambda r: (-CONFIDENCE_RANK[r.analysis.confidence], not r.analysis.has_fix, -r.error.occurrences))  # type: ignore[union-attr]
     return eligible
