@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from nightwatch.agent.client import ModelClient
+from nightwatch.agent.tool_schema import model_tool
 from nightwatch.batches import usage_from
 from nightwatch.models import (
     Category,
@@ -69,9 +70,7 @@ class TriageOutcome(Model):
 
 
 def triage_tool() -> dict[str, Any]:
-    schema = TriageAnswer.model_json_schema()
-    schema.pop("title", None)
-    return {"name": TRIAGE_TOOL, "description": "Submit the triage verdict for this error.", "input_schema": schema}
+    return model_tool(TRIAGE_TOOL, "Submit the triage verdict for this error.", TriageAnswer)
 
 
 def triage_params(error: ErrorGroup, traces: TraceData, priors: list[PriorAnalysis], model: str, max_tokens: int = 1024) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from nightwatch.agent.recall import EventLog, recall
+from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence
@@ -71,28 +72,13 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    defs = schema.pop("$defs", {})
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return walk(dict(defs[node["$ref"].split("/")[-1]]))
-            return {k: walk(v) for k, v in node.items() if k != "title"}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(schema)
-
-
 def submit_tool_schema() -> dict[str, Any]:
-    return {
-        "name": SUBMIT_TOOL,
-        "description": "Submit your final analysis. Call it exactly once, when the root cause is clear or "
+    return model_tool(
+        SUBMIT_TOOL,
+        "Submit your final analysis. Call it exactly once, when the root cause is clear or "
         "when told this is your final turn.",
-        "input_schema": _inline_refs(Analysis.model_json_schema()),
-    }
+        Analysis,
+    )
 
 
 def tool_schemas(names: list[str]) -> list[dict[str, Any]]:

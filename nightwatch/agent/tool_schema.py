@@ -1,0 +1,57 @@
+"""Tool input schemas from pydantic models: the one place a model becomes a tool's `input_schema`.
+
+Pydantic's JSON Schema names nested models in `$defs` and decorates every schema with a `title`.
+The tool schema inlines each `$ref` and drops those `title` annotations, walking the schema by its
+keywords, so a key inside `properties` (a property name, e.g. `Analysis.title`) is never mistaken for
+a keyword, and data (`default`, `enum`, `const`, `examples`) is copied untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel
+
+# JSON Schema 2020-12 keywords whose value is a subschema, a list of them, or a map of name -> subschema.
+_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+              "unevaluatedItems", "unevaluatedProperties", "additionalItems")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema with `$defs` inlined and annotation titles dropped (never property names)."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+    return _schema(schema, defs, ())
+
+
+def model_tool(name: str, description: str, model: type[BaseModel]) -> dict[str, Any]:
+    """A tool definition whose input is validated by `model`."""
+    return {"name": name, "description": description, "input_schema": input_schema(model)}
+
+
+def _schema(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
+    if not isinstance(node, dict):
+        return copy.deepcopy(node)  # a boolean schema
+    if "$ref" in node:
+        name = node["$ref"].split("/")[-1]
+        if name in seen:
+            raise ValueError(f"recursive model {name!r} cannot be inlined into a tool schema")
+        resolved = _schema(defs[name], defs, (*seen, name))
+        siblings = _schema({k: v for k, v in node.items() if k != "$ref"}, defs, seen)
+        return {**resolved, **siblings}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title":
+            continue  # an annotation of this schema; property names live one level down, in a map
+        if key in _SUBSCHEMA:
+            out[key] = _schema(value, defs, seen)
+        elif key in _SUBSCHEMA_LISTS:
+            out[key] = [_schema(v, defs, seen) for v in value]
+        elif key in _SUBSCHEMA_MAPS:
+            out[key] = {name: _schema(v, defs, seen) for name, v in value.items()}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
