@@ -6,6 +6,11 @@ each batch id is written as soon as the API returns it. A crashed, retried or re
 ledger and polls the same batches instead of submitting again. Once collected, the verdicts stay
 in the ledger, so a later rerun neither downloads nor pays for them twice.
 
+Each planned batch counts its create calls (saved before each POST, so a crash mid-call counts) and
+says why its batch was adopted rather than created, if it was. A batch adopted by mistake (someone
+else's of the same size, found in the same minutes) shows at collection: its results hold requests
+that are not ours. `mismatch` records that, and none of its results are used or metered.
+
 Writes are atomic (temporary file, fsync, rename); submission holds an exclusive lock on
 `<key>.lock`, so two processes resuming the same night cannot both create a batch.
 """
@@ -40,10 +45,18 @@ class LedgerBatch(Model):
     batch_id: str | None = None
     status: BatchStatus | None = None
     cancel_requested_at: datetime | None = None
+    creates: int = Field(default=0, description="Create calls made for this batch, counted before each is sent.")
+    adopted: str | None = Field(default=None, description="Why the batch was found through the list instead of created.")
+    mismatch: str | None = Field(default=None, description="The batch's results hold other requests': it was not ours.")
 
     @property
     def ended(self) -> bool:
         return self.status is not None and self.status.ended
+
+    def describe(self) -> str:
+        if self.status is None:
+            return f"batch {self.index} not submitted"
+        return self.status.describe() + (f" (not ours: {self.mismatch})" if self.mismatch else "")
 
 
 class Fallback(Model):
@@ -77,7 +90,7 @@ class BatchLedger(Model):
         return [b.batch_id for b in self.batches if b.batch_id]
 
     def describe(self) -> str:
-        states = "; ".join(b.status.describe() if b.status else f"batch {b.index} not submitted" for b in self.batches)
+        states = "; ".join(b.describe() for b in self.batches)
         return f"{len(self.fingerprints())} triage requests in {len(self.batches)} batch(es): {states}"
 
 

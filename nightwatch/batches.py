@@ -4,6 +4,11 @@ A backend creates a batch, reports its status, finds a batch by when it was crea
 whose id a crashed run never saved), streams its results and cancels it. The live backend is the
 anthropic SDK's `messages.batches`; `nightwatch.offline_batches` is the offline one. Results are
 read line by line: one unreadable line costs one entry (which then falls back), never the file.
+
+Creating a batch is not idempotent: the live `create` sends its POST once, with the SDK's retries off,
+because a retry after a reset or a 5xx that came after the server had made the batch makes a second,
+orphaned one (paid twice). Any failure but a refusal may therefore have created the batch;
+`nightwatch.triage_batch` looks for it through `find` before it creates again (at most twice).
 """
 
 from __future__ import annotations
@@ -123,7 +128,16 @@ class AnthropicBatches:
         self.sdk = sdk
 
     def create(self, requests: list[dict[str, Any]]) -> BatchStatus:
-        return status_of(self._call("create", lambda: self.sdk.messages.batches.create(requests=requests)))
+        """One POST, never retried here or by the SDK. A refusal (a 4xx other than 408/409/429) is `BatchRefused`;
+        anything else (timeout, reset, 5xx, 429, an answer that is not a batch) is `BatchError`, and the batch may
+        exist all the same."""
+        once = self.sdk.with_options(max_retries=0)
+        try:
+            return status_of(self._call("create", lambda: once.messages.batches.create(requests=requests)))
+        except BatchError:
+            raise
+        except Exception as exc:  # a body that is not JSON, or JSON that is not a batch: the SDK does not say which
+            raise BatchError(f"Message Batches create failed: its answer could not be read ({type(exc).__name__}: {exc})") from exc
 
     def retrieve(self, batch_id: str) -> BatchStatus:
         return status_of(self._call(f"retrieve {batch_id}", lambda: self.sdk.messages.batches.retrieve(batch_id)))

@@ -8,6 +8,14 @@ Every entry that is not a usable answer (errored, expired, canceled, an answer t
 validate, a line that does not parse, a request with no result at all) becomes a `Fallback` with
 its reason; the caller answers those with direct calls. Nothing is dropped. Answers are metered at
 the batch price; an answer that was billed but unusable is kept as the fallback's `wasted` call.
+
+Creating is made safe to repeat here, with the ledger at hand. Before each create the batches of
+the same size already listed are noted (none of them can be the one about to be made); after a
+create that failed other than by refusal, the list is searched for a batch of the same size that
+appeared since, and that batch is adopted. Only when none did is the batch created once more: two
+creates per planned batch at most, counted in the ledger across crashes and retries. A batch adopted
+by mistake is caught at collection, when its results hold requests that are not ours: all of its
+entries then fall back, and nothing in it is metered as ours.
 """
 
 from __future__ import annotations
@@ -18,12 +26,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from nightwatch.batch_ledger import BatchLedger, Fallback, LedgerBatch, LedgerError, LedgerStore
-from nightwatch.batches import BatchBackend, BatchEntry, adoption_window
+from nightwatch.batches import BatchBackend, BatchEntry, BatchError, BatchRefused, BatchStatus, adoption_window
 from nightwatch.redact import clean
 from nightwatch.triage import TriageOutcome, TriageParseError, parse_answer, route, triage_call_record
 from nightwatch.triage_batching import TriageRequest
 
 Clock = Callable[[], datetime]
+MAX_CREATES = 2  # create calls per planned batch, ever: a third could only double a batch we failed to see
 REASONS = {
     "errored": "the batch entry errored ({error})",
     "expired": "the batch expired before this request was processed",
@@ -73,21 +82,69 @@ def submit_or_resume(backend: BatchBackend, store: LedgerStore, key: str, run_id
         if ledger is None:
             ledger = store.save(new_ledger(key, run_id, batches, now()))
         for batch in [b for b in ledger.batches if b.batch_id is None]:
-            _submit(backend, store, ledger, batch, requests, adopt=resumed)
+            _submit(backend, store, ledger, batch, requests, adopt=resumed, now=now)
         ledger.batches = [b for b in ledger.batches if b.custom_ids]
         return store.save(ledger)
 
 
 def _submit(backend: BatchBackend, store: LedgerStore, ledger: BatchLedger, batch: LedgerBatch,
-            requests: dict[str, TriageRequest], adopt: bool) -> None:
+            requests: dict[str, TriageRequest], adopt: bool, now: Clock = utcnow) -> None:
     """Adopt a batch a crashed run created but never recorded, else create it; record the id at once."""
     batch.custom_ids = {c: fp for c, fp in batch.custom_ids.items() if c in requests}
     if not batch.custom_ids:
         return
-    found = backend.find(adoption_window(batch.intent_at), len(batch.custom_ids), set(ledger.batch_ids())) if adopt else None
-    status = found or backend.create([requests[c].batch_request() for c in batch.custom_ids])
-    batch.batch_id, batch.status = status.batch_id, status
+    size = len(batch.custom_ids)
+    found = backend.find(adoption_window(batch.intent_at), size, set(ledger.batch_ids())) if adopt else None
+    if found is not None:
+        _record(store, ledger, batch, found, "found through the list when the night resumed")
+        return
+    failures: list[str] = []
+    while batch.creates < MAX_CREATES:
+        listed = _same_size(backend, adoption_window(now()), size, set(ledger.batch_ids()))
+        batch.creates += 1
+        store.save(ledger)
+        sent_at = now()
+        try:
+            _record(store, ledger, batch, backend.create([requests[c].batch_request() for c in batch.custom_ids]))
+            return
+        except BatchRefused:
+            raise
+        except BatchError as exc:
+            failures.append(str(exc))
+        found = _made_anyway(backend, batch, ledger, sent_at, listed, failures[-1])
+        if found is not None:
+            _record(store, ledger, batch, found, f"create failed ({failures[-1]}), but the batch was made: found through the list")
+            return
+    tried = "; ".join(failures) or "every attempt of earlier runs failed"
+    raise BatchError(f"batch {batch.index} of the night was not created: {batch.creates} create call(s) made, none left a batch "
+                     f"the list shows ({tried}); not creating it again")
+
+
+def _record(store: LedgerStore, ledger: BatchLedger, batch: LedgerBatch, status: BatchStatus, adopted: str | None = None) -> None:
+    batch.batch_id, batch.status, batch.adopted = status.batch_id, status, adopted
     store.save(ledger)
+
+
+def _same_size(backend: BatchBackend, after: datetime, size: int, exclude: set[str], most: int = 50) -> set[str] | None:
+    """Ids of the listed batches of `size` requests created after `after`; None if the list cannot be read."""
+    seen: set[str] = set()
+    try:
+        while len(seen) < most and (found := backend.find(after, size, exclude | seen)) is not None:
+            seen.add(found.batch_id)
+    except BatchError:
+        return None
+    return seen
+
+
+def _made_anyway(backend: BatchBackend, batch: LedgerBatch, ledger: BatchLedger, sent_at: datetime, listed: set[str] | None,
+                 failure: str) -> BatchStatus | None:
+    """The batch a failed create may have made: of our size, created since the create was sent, not listed before it."""
+    exclude = set(ledger.batch_ids()) | (listed or set())
+    try:
+        return backend.find(adoption_window(sent_at), len(batch.custom_ids), exclude)
+    except BatchError as exc:
+        raise BatchError(f"batch {batch.index}: create failed ({failure}) and the list that would show whether it made the "
+                         f"batch failed too ({exc}); a rerun looks again before creating") from exc
 
 
 # poll ------------------------------------------------------------------------------------------
@@ -166,8 +223,12 @@ def read_batch(backend: BatchBackend, batch: LedgerBatch, run_id: str, model: st
     outcomes: dict[str, TriageOutcome] = {}
     fallbacks: dict[str, Fallback] = {}
     unreadable = 0
+    foreign: list[str] = []
     for entry in backend.results(batch.batch_id):
         fingerprint = batch.custom_ids.get(entry.custom_id)
+        if fingerprint is None and entry.custom_id:
+            foreign.append(entry.custom_id)
+            continue
         if fingerprint is None or fingerprint in outcomes or fingerprint in fallbacks:
             unreadable += entry.kind == "unreadable"
             continue
@@ -176,10 +237,20 @@ def read_batch(backend: BatchBackend, batch: LedgerBatch, run_id: str, model: st
             outcomes[fingerprint] = outcome
         else:
             fallbacks[fingerprint] = fallback  # type: ignore[assignment]
+    if foreign:
+        return {}, _not_ours(batch, foreign)
     missing = "no result for this request in the batch's results" + (f" ({unreadable} line(s) unreadable)" if unreadable else "")
     for fingerprint in set(batch.custom_ids.values()) - outcomes.keys() - fallbacks.keys():
         fallbacks[fingerprint] = Fallback(reason=missing)
     return outcomes, fallbacks
+
+
+def _not_ours(batch: LedgerBatch, foreign: list[str]) -> dict[str, Fallback]:
+    """A batch whose results are other requests' was never ours: undo it, every entry falls back, nothing is metered."""
+    batch.mismatch = (f"its results hold {len(foreign)} request(s) that are not in this batch of the ledger "
+                      f"(e.g. {', '.join(sorted(foreign)[:3])})")
+    reason = f"{'adopted batch' if batch.adopted else 'batch'} {batch.batch_id} holds other requests' results"
+    return {fingerprint: Fallback(reason=reason) for fingerprint in batch.custom_ids.values()}
 
 
 def judge(entry: BatchEntry, fingerprint: str, run_id: str, model: str, latency_ms: int) -> tuple[TriageOutcome | None, Fallback | None]:

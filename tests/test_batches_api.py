@@ -121,11 +121,32 @@ def test_the_api_refuses_bad_custom_ids_and_duplicates():
         assert fake.creates == 0
 
 
-def test_create_is_retried_by_the_sdk_on_429_and_500():
+def test_create_is_never_retried_by_the_sdk_even_when_the_client_retries():
+    """A retried POST after a 5xx or a reset that came after the batch was made would make a second batch."""
     with FakeAnthropicBatches() as fake:
-        fake.fail_next("POST", "/v1/messages/batches", rate_limited(), server_error())
-        status = _backend(fake, retries=2).create(_requests(1))
-    assert status.batch_id in fake.batch_ids() and fake.creates == 1
+        backend = _backend(fake, retries=3)
+        fake.fail_next("POST", "/v1/messages/batches", rate_limited())
+        with pytest.raises(BatchError, match="create failed: .*429.*slow down") as limited:
+            backend.create(_requests(1))
+        fake.fail_creates("error_after_create")
+        with pytest.raises(BatchError, match="create failed"):
+            backend.create(_requests(1))
+        posts = len(fake.calls("POST", "/v1/messages/batches"))
+        assert backend.retrieve(fake.batch_ids()[0]).size == 1  # other calls keep the client's retries
+    assert not isinstance(limited.value, BatchRefused)
+    assert posts == 2 and fake.creates == 1  # one POST each; the second made its batch before the 500
+
+
+@pytest.mark.parametrize("fault, says", [("reset_after_create", "Connection error"), ("reset_before_create", "Connection error"),
+                                         ("garbage_after_create", "its answer could not be read")])
+def test_a_lost_or_unreadable_create_answer_is_a_batch_error_not_a_crash(fault, says):
+    with FakeAnthropicBatches() as fake:
+        fake.fail_creates(fault)
+        with pytest.raises(BatchError, match=says) as failure:
+            _backend(fake, retries=2).create(_requests(2))
+        posts = len(fake.calls("POST", "/v1/messages/batches"))
+    assert not isinstance(failure.value, BatchRefused) and posts == 1
+    assert fake.creates == (0 if fault == "reset_before_create" else 1)
 
 
 def test_an_outage_is_not_a_refusal():

@@ -8,12 +8,14 @@ import anthropic
 import pytest
 
 from nightwatch.batch_ledger import LedgerError, LedgerStore, ledger_key
-from nightwatch.batches import AnthropicBatches
+from nightwatch.batches import AnthropicBatches, BatchError, BatchRefused
 from nightwatch.pricing import cost_usd
 from nightwatch.research import ResearchContext
 from nightwatch.triage_batch import PollPolicy, collect, new_ledger, submit_or_resume, wait_for_batches
 from nightwatch.triage_batching import plan_night
+from tests.fakes.anthropic import server_error
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
+from tests.fakes.http import Reply
 from tests.test_triage import _error, _traces
 
 KEY = ledger_key("20261120T0600-20261121T0600", "claude-haiku-4-5")
@@ -153,3 +155,106 @@ def test_a_corrupt_ledger_names_its_file(tmp_path):
     store.path(KEY).write_text("{not json")
     with pytest.raises(LedgerError, match=KEY):
         store.load(KEY)
+
+
+# creating safely: no blind retries, adoption after a failed create, mistaken adoption undone ------------
+def _submit(fake: FakeAnthropicBatches, store: LedgerStore, run_id: str = "run-1"):
+    return submit_or_resume(_backend(fake), store, KEY, run_id, _plan().batches)
+
+
+def _posts(fake: FakeAnthropicBatches) -> int:
+    return len(fake.calls("POST", "/v1/messages/batches"))
+
+
+@pytest.mark.parametrize("fault", ["reset_after_create", "error_after_create", "garbage_after_create"])
+def test_a_create_that_made_its_batch_and_then_failed_is_adopted_not_repeated(tmp_path, fault):
+    store = LedgerStore(tmp_path)
+    with FakeAnthropicBatches(processing_s=0.05) as fake:
+        fake.fail_creates(fault)
+        ledger = _submit(fake, store)
+        on_disk = store.load(KEY)
+        ledger = wait_for_batches(_backend(fake), store, ledger, FAST)
+        ledger = collect(_backend(fake), store, KEY, "run-1", "claude-haiku-4-5")
+        batches, posts = fake.batch_ids(), _posts(fake)
+    assert posts == 1 and fake.creates == 1 and batches == on_disk.batch_ids() == ledger.batch_ids()
+    planned = on_disk.batches[0]
+    assert planned.creates == 1 and planned.adopted.startswith("create failed (Message Batches create failed")
+    assert set(ledger.outcomes) == {e.fingerprint for e in ERRORS} and not ledger.fallbacks and planned.mismatch is None
+
+
+@pytest.mark.parametrize("fault", ["error_before_create", "reset_before_create"])
+def test_a_create_that_made_nothing_is_sent_once_more(tmp_path, fault):
+    store = LedgerStore(tmp_path)
+    with FakeAnthropicBatches(processing_s=None) as fake:
+        fake.fail_creates(fault)
+        ledger = _submit(fake, store)
+        batches, posts = fake.batch_ids(), _posts(fake)
+    assert posts == 2 and fake.creates == 1 and batches == ledger.batch_ids()
+    assert ledger.batches[0].creates == 2 and ledger.batches[0].adopted is None
+
+
+def test_two_failed_creates_are_a_clear_error_and_no_run_creates_a_third(tmp_path):
+    store = LedgerStore(tmp_path)
+    with FakeAnthropicBatches(processing_s=None) as fake:
+        fake.fail_creates("error_before_create", "reset_before_create")
+        with pytest.raises(BatchError, match=r"batch 0 of the night was not created: 2 create call\(s\) made") as failure:
+            _submit(fake, store)
+        for run_id in ("run-1", "run-2"):  # the task's retry, then a rerun: they look, they do not create
+            with pytest.raises(BatchError, match="not creating it again"):
+                _submit(fake, store, run_id)
+        posts = _posts(fake)
+    assert not isinstance(failure.value, BatchRefused) and "Internal server error" in str(failure.value)
+    assert posts == 2 and fake.creates == 0 and not fake.batch_ids() and store.load(KEY).batches[0].creates == 2
+
+
+def test_a_refused_create_is_not_sent_again(tmp_path):
+    store = LedgerStore(tmp_path)
+    with FakeAnthropicBatches(processing_s=None) as fake:
+        fake.fail_next("POST", "/v1/messages/batches", Reply(413, {"type": "error", "error": {"type": "request_too_large",
+                                                                                                "message": "too large"}}))
+        with pytest.raises(BatchRefused, match="too large"):
+            _submit(fake, store)
+        posts = _posts(fake)
+    assert posts == 1 and fake.creates == 0
+
+
+def test_a_failed_create_whose_fate_cannot_be_listed_stops_and_the_rerun_adopts(tmp_path):
+    store = LedgerStore(tmp_path)
+    with FakeAnthropicBatches(processing_s=None) as fake:
+        fake.fail_creates("error_after_create")
+        fake.fail_next("GET", "/v1/messages/batches", server_error(), server_error())  # the list before and after the create
+        with pytest.raises(BatchError, match="a rerun looks again before creating"):
+            _submit(fake, store)
+        ledger = _submit(fake, store, "run-2")
+        batches, posts = fake.batch_ids(), _posts(fake)
+    assert posts == 1 and fake.creates == 1 and ledger.batch_ids() == batches
+    assert ledger.batches[0].adopted == "found through the list when the night resumed"
+
+
+def test_a_batch_of_the_same_size_listed_before_the_create_is_never_adopted(tmp_path):
+    store = LedgerStore(tmp_path)
+    plan = _plan()
+    with FakeAnthropicBatches(processing_s=None) as fake:
+        theirs = fake.someone_elses_batch([r.batch_request() for r in plan.requests])
+        fake.fail_creates("error_before_create")
+        ledger = _submit(fake, store)
+        posts = _posts(fake)
+    assert ledger.batch_ids() != [theirs] and ledger.batch_ids()[0] in fake.batch_ids()
+    assert posts == 2 and fake.creates == 1
+
+
+def test_a_mistaken_adoption_is_caught_at_collection_and_falls_back_unmetered(tmp_path):
+    store = LedgerStore(tmp_path)
+    with FakeAnthropicBatches(processing_s=0.05) as fake:
+        fake.fail_creates("foreign_then_error")  # someone else's batch of our size appears while our create fails
+        ledger = _submit(fake, store)
+        adopted = ledger.batch_ids()[0]
+        assert adopted in fake.foreign and fake.creates == 0 and _posts(fake) == 1
+        ledger = wait_for_batches(_backend(fake), store, ledger, FAST)
+        ledger = collect(_backend(fake), store, KEY, "run-1", "claude-haiku-4-5")
+    assert not ledger.outcomes and set(ledger.fallbacks) == {e.fingerprint for e in ERRORS}
+    assert {f.reason for f in ledger.fallbacks.values()} == {f"adopted batch {adopted} holds other requests' results"}
+    assert all(f.wasted is None for f in ledger.fallbacks.values())  # nothing of their batch is metered as ours
+    saved = store.load(KEY).batches[0]
+    assert saved.mismatch.startswith(f"its results hold {len(ERRORS)} request(s) that are not in this batch")
+    assert "not ours" in store.load(KEY).describe()

@@ -8,10 +8,16 @@ custom_id: errored, expired, canceled, invalid (an answer whose tool input does 
 garbled (a results line that is not JSON). Other entries are answered by the offline model, as the
 fake's /v1/messages is. `latency_s` delays every /v1/messages answer, for wall-time measurements.
 
+Creation can fail the ways that make a client unsure whether the batch exists (`fail_creates`): the
+batch is made and then the connection drops, a 500 comes back, or a body that is not JSON; or no
+batch is made and a 500 or a dropped connection comes back; or someone else's batch of the same size
+appears and a 500 comes back. `creates` counts the batches our POSTs made, `create_posts` the POSTs.
+
     with FakeAnthropicBatches(processing_s=0.3) as fake:
         fake.script_outcomes({"3f2a...": "expired", "9bc1...": "invalid"})
         ...point the anthropic SDK at fake.url...
         assert fake.creates == 1
+        fake.fail_creates("reset_after_create")  # the next create makes the batch, then drops the connection
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import re
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -35,6 +42,8 @@ MAX_REQUESTS = 100_000
 MAX_BODY = 256 * 1024 * 1024
 CANCEL_S = 0.05
 SCRIPTABLE = {"succeeded", "errored", "expired", "canceled", "invalid", "garbled"}
+CREATE_FAULTS = {"reset_after_create", "error_after_create", "garbage_after_create", "error_before_create",
+                 "reset_before_create", "foreign_then_error"}
 
 
 def _error(status: int, kind: str, message: str) -> Reply:
@@ -81,7 +90,10 @@ class FakeAnthropicBatches(FakeAnthropic):
         self.batches: dict[str, FakeBatch] = {}
         self.outcomes: dict[str, str] = {}
         self.text_outcomes: dict[str, str] = {}
-        self.creates = 0
+        self.creates = 0  # batches made by our POSTs
+        self.create_posts = 0  # POST /v1/messages/batches that passed validation, whatever became of them
+        self.create_faults: deque[str] = deque()
+        self.foreign: set[str] = set()  # batches someone else made
         self.in_flight = self.max_in_flight = 0
         self.spans: list[tuple[float, float, dict]] = []  # (start, end, body) of every /v1/messages answer
         self._batch_lock = threading.Lock()
@@ -106,6 +118,23 @@ class FakeAnthropicBatches(FakeAnthropic):
             return self.outcomes[request["custom_id"]]
         prompt = json.dumps(request["params"].get("messages", []))
         return next((outcome for text, outcome in self.text_outcomes.items() if text in prompt), None)
+
+    def fail_creates(self, *faults: str) -> None:
+        """The next creates meet these faults, in order: reset_after_create, error_after_create and garbage_after_create
+        make the batch first; error_before_create and reset_before_create do not; foreign_then_error makes someone
+        else's batch of the same size instead, then answers 500."""
+        unknown = set(faults) - CREATE_FAULTS
+        assert not unknown, f"unknown create faults {unknown}"
+        self.create_faults.extend(faults)
+
+    def someone_elses_batch(self, like: list[dict[str, Any]]) -> str:
+        """A batch of as many requests as `like`, made by another client: its custom_ids are not ours."""
+        requests = [{**r, "custom_id": f"other-{i}-{uuid.uuid4().hex[:6]}"} for i, r in enumerate(like)]
+        with self._batch_lock:
+            batch = self._new_batch(requests)
+            self.batches[batch.id] = batch
+            self.foreign.add(batch.id)
+        return batch.id
 
     def finish(self, batch_id: str | None = None) -> None:
         """End a batch (or every batch) now: whatever has not finished finishes at once."""
@@ -167,9 +196,25 @@ class FakeAnthropicBatches(FakeAnthropic):
         if problem:
             return _error(400, "invalid_request_error", problem)
         with self._batch_lock:
+            self.create_posts += 1
+            fault = self.create_faults.popleft() if self.create_faults else None
+        if fault == "error_before_create":
+            return _error(500, "api_error", "Internal server error")
+        if fault == "reset_before_create":
+            return Reply(200, {}, reset_after=0)
+        if fault == "foreign_then_error":
+            self.someone_elses_batch(requests)
+            return _error(500, "api_error", "Internal server error")
+        with self._batch_lock:
             self.creates += 1
             batch = self._new_batch(requests)
             self.batches[batch.id] = batch
+        if fault == "reset_after_create":
+            return Reply(200, self._batch_json(batch), reset_after=0)
+        if fault == "error_after_create":
+            return _error(500, "api_error", "Internal server error")
+        if fault == "garbage_after_create":
+            return Reply(200, raw=b'{"id": "' + batch.id.encode() + b'", "type": "message_ba', headers={"content-type": "application/json"})
         return Reply(200, self._batch_json(batch))
 
     def _invalid(self, requests: Any) -> str | None:

@@ -3,6 +3,7 @@
     server = FakeHTTPServer()
     server.route("POST", "/graphql", handler)      # handler(request) -> Reply
     server.fail_next("POST", "/graphql", Reply(429, {"error": "slow down"}, {"retry-after": "0"}))
+    server.fail_next("POST", "/graphql", Reply(200, {"data": 1}, reset_after=0))  # the connection drops, no answer
     with server:  # starts on 127.0.0.1:<free port>
         client(base_url=server.url)
 """
@@ -12,10 +13,12 @@ from __future__ import annotations
 import json
 import re
 import socket
+import struct
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlsplit
@@ -44,6 +47,11 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     raw: bytes | None = None
+    reset_after: int | None = None  # send this many bytes of the whole response (negative: all but so many), then reset
+
+    def reset_after_answer(self, fraction: float = 0.5) -> Reply:
+        """This reply cut off part-way: the status line and headers go out, the connection resets inside the body."""
+        return replace(self, reset_after=-max(1, round(len(self.encode()) * (1 - fraction))))
 
     def encode(self) -> bytes:
         if self.raw is not None:
@@ -110,6 +118,9 @@ class FakeHTTPServer:
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 payload = reply.encode()
+                if reply.reset_after is not None:
+                    self._reset(reply, payload)
+                    return
                 self.send_response(reply.status)
                 headers = {"content-type": "application/json", **{k.lower(): v for k, v in reply.headers.items()}}
                 for k, v in headers.items():
@@ -119,6 +130,20 @@ class FakeHTTPServer:
                 try:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def _reset(self, reply: Reply, payload: bytes) -> None:
+                """Write the first `reset_after` bytes of the response (negative: all but that many), then reset."""
+                headers = {"content-type": "application/json", **{k.lower(): v for k, v in reply.headers.items()},
+                           "content-length": str(len(payload))}
+                head = f"HTTP/1.1 {reply.status} {HTTPStatus(reply.status).phrase}\r\n"
+                raw = (head + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode() + payload
+                self.close_connection = True
+                try:
+                    self.wfile.write(raw[:reply.reset_after])
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()  # SO_LINGER 0: the peer sees a reset, not an orderly close
+                except OSError:
                     pass
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
