@@ -175,6 +175,11 @@ _M003_KNOWLEDGE_INDEX = [
     _VERSION,
 ]
 
+_M004_CALL_STATUS = [
+    Column("status", pa.string(), "ok (answered, metered from its usage), unconfirmed (the answer was lost after the server "
+           "may have billed it: estimated input tokens, no output) or failed (refused, not billed); null before m004: ok."),
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -188,6 +193,7 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ),
     ("m002_context_management", {"model_calls": _M002_CONTEXT_COLUMNS}),
     ("m003_knowledge_index", {"knowledge_index": _M003_KNOWLEDGE_INDEX}),
+    ("m004_call_status", {"model_calls": _M004_CALL_STATUS}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

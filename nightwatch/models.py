@@ -164,6 +164,10 @@ class ModelCall(Model):
     watcher_actions: int = 0
     checkpoint_id: str | None = None
     started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    status: Literal["ok", "unconfirmed", "failed"] = Field(
+        default="ok", description="ok: answered and metered from its usage; unconfirmed: the answer was lost (timeout, "
+                                  "reset, unreadable body) after the server may have billed it, so the usage is an estimate "
+                                  "of the input and no output; failed: refused, never billed.")
 
 
 class ToolCall(Model):

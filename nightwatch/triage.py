@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from nightwatch.agent import metering
 from nightwatch.agent.client import ModelClient
 from nightwatch.agent.tool_schema import model_tool
 from nightwatch.batches import usage_from
@@ -109,12 +110,29 @@ def triage_call_record(run_id: str, fingerprint: str, model: str, usage: TokenUs
     )
 
 
-def triage_direct(client: ModelClient, params: dict[str, Any], run_id: str, fingerprint: str) -> tuple[TriageAnswer, ModelCall]:
-    started = time.monotonic()
-    response = client.create(**params)
+def triage_direct(client: ModelClient, params: dict[str, Any], run_id: str, fingerprint: str,
+                  calls: list[ModelCall] | None = None) -> tuple[TriageAnswer, ModelCall]:
+    """One direct triage call: the verdict and the call that paid for it.
+
+    `calls`, when given, receives every row this call costs as soon as it is known: an `unconfirmed` row for each
+    attempt whose answer was lost (agent/metering.py), even when the call then raises, and the answered call before
+    its answer is parsed, so a billed answer that does not validate is metered too. A caller that writes `calls` in
+    a `finally` meters everything; the returned call is the last of them.
+    """
+    rows = calls if calls is not None else []
     mode: Literal["direct", "offline"] = "offline" if client.offline else "direct"
+    started = time.monotonic()
+    with metering.lost_attempts() as lost:
+        try:
+            response = client.create(**params)
+        finally:
+            for n, attempt in enumerate(lost, 1):
+                row = triage_call_record(run_id, fingerprint, params["model"], metering.estimated_usage(params), mode, attempt.latency_ms, "")
+                rows.append(row.model_copy(update={"call_id": f"{row.call_id}.lost{n}", "status": "unconfirmed",
+                                                   "started_at": attempt.started_at}))
     call = triage_call_record(run_id, fingerprint, params["model"], usage_from(response.usage), mode,
                               int((time.monotonic() - started) * 1000), response.stop_reason or "")
+    rows.append(call)
     return parse_answer(response.content), call
 
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import anthropic
 from anthropic.types.beta import BetaMessage
 
+from nightwatch.agent import metering
 from nightwatch.settings import Settings
 
 
@@ -31,7 +32,10 @@ class AnthropicModelClient:
         self.name = "anthropic"
 
     def create(self, **params: Any) -> BetaMessage:
-        return self.sdk.beta.messages.create(**params)
+        """One Messages call. Each HTTP attempt is watched (metering.AttemptWatch): one whose answer was lost is noted
+        for the caller to meter as `unconfirmed`, and a 200 whose body is not a readable Message is retried like a
+        transient error (the SDK alone raises its JSON error at once, without a retry)."""
+        return self.sdk.with_middleware(metering.AttemptWatch()).beta.messages.create(**params)
 
 
 def build_model_client(settings: Settings) -> ModelClient:

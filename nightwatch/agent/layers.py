@@ -6,6 +6,9 @@ breakpoints, its thinking budget and its `context_management` edits with their b
 After a call: applied edits are read back and logged, the call is metered into `model_calls` and
 charged to the budgets, a compaction block replaces the history it summarised. After an iteration:
 a checkpoint. Each layer is a switch of `ContextPolicy`.
+
+An attempt whose answer was lost (see agent/metering.py) is metered as an `unconfirmed` row and
+charged to the budgets too, before the answer's own row or before the call's error goes up.
 """
 
 from __future__ import annotations
@@ -76,11 +79,15 @@ class ContextLayers:
         self._before_compaction(state, iteration, count, calls)
         params = self._params(state, iteration, final, system, tools)
         checkpoint_id, self.pending_checkpoint = self.pending_checkpoint, None
+        phase = "wrapup" if final and "budget" in state.wrap_reason else "investigate"
         started = time.monotonic()
-        response = self.client.create(**params)
+        with metering.lost_attempts() as lost:
+            try:
+                response = self.client.create(**params)
+            finally:
+                self._meter_lost(params, lost, iteration, calls, phase)
         done = editing.applied(response)
         editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
-        phase = "wrapup" if final and "budget" in state.wrap_reason else "investigate"
         calls.append(self._meter(response, iteration, calls, phase, int((time.monotonic() - started) * 1000), done,
                                  watcher_actions, checkpoint_id))
         state.append_assistant(assistant_content(response))
@@ -110,7 +117,11 @@ class ContextLayers:
         request = compaction.summary_request(state.messages, cut, self.policy.summary_model or self.config.model)
         started = time.monotonic()
         try:
-            response = self.client.create(**request)
+            with metering.lost_attempts() as lost:
+                try:
+                    response = self.client.create(**request)
+                finally:
+                    self._meter_lost(request, lost, iteration, calls, "summarise", model=request["model"])
         except Exception as exc:  # a failed summary must not end the investigation: the next one catches up
             state.summary_failures += 1
             state.decide(iteration, f"summary failed ({type(exc).__name__}); the next one covers this gap")
@@ -154,10 +165,25 @@ class ContextLayers:
             mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration, seq=seq,
             phase=phase, latency_ms=latency_ms, edits_applied=done.count, tokens_cleared=done.tokens_cleared,
             watcher_actions=watcher_actions, checkpoint_id=checkpoint_id))
+        self._charge(call)
+        return call
+
+    def _meter_lost(self, params: dict[str, Any], lost: list[metering.LostAttempt], iteration: int, calls: list[ModelCall],
+                    phase: str, model: str | None = None) -> None:
+        """An `unconfirmed` row for each attempt of this call whose answer was lost, charged like any call."""
+        for attempt in lost:
+            seq = sum(1 for c in calls if c.iteration == iteration)
+            call = metering.unconfirmed(params, attempt, metering.CallContext(
+                run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, model=model or self.config.model,
+                mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration, seq=seq,
+                phase=phase))
+            self._charge(call)
+            calls.append(call)
+
+    def _charge(self, call: ModelCall) -> None:
         tokens = self._weighted(call)
         self.spent += tokens
         self.run_budget.charge(tokens)
-        return call
 
     def _weighted(self, call: ModelCall) -> float:
         return budgets.weighted_tokens(call.usage, self.config.model, self.policy.cache_ttl, batch=call.mode == "batch")

@@ -2,16 +2,42 @@
 
 A server-side compaction is billed as its own iteration in `usage.iterations` and is not part of
 the top-level usage, so it is added here: the ledger shows what was paid.
+
+Answers that were lost. A request the server may have completed, and billed, but whose answer never
+arrived readable (a timeout while waiting for it, the connection lost after the request went out, a
+200 whose body is not JSON or not a Message) becomes a row with `status='unconfirmed'`: its input
+tokens estimated from the request (nightwatch.tokens' estimator over system, messages and tools),
+priced as uncached input, and no output. `AttemptWatch` sees every HTTP attempt of one call, the
+SDK's own retries included, and notes each lost one in the innermost `lost_attempts()` block; the
+call sites (agent/layers.py, triage.triage_direct) meter those notes whether the call then succeeds
+or raises. The SDK raises a garbled 200's JSON error at once and never retries it; `AttemptWatch`
+raises the SDK's `RetryableError` instead, so it is retried like any transient error, within the
+client's `max_retries`.
+
+Refusals get no row (`status='failed'` is never written for them): an answer with an error status
+(429, 5xx, 4xx) was not billed, and neither was a request that never left (connection refused, or
+the connection failed while the request was still being written). The refusal shows where the call
+failed (the analysis's `failure`, the triage verdict's reason).
 """
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
+
+import anthropic
+from anthropic.types.beta import BetaUsage
+from pydantic import ValidationError
 
 from nightwatch.models import ModelCall, TokenUsage
 from nightwatch.pricing import PRICE_TABLE_VERSION, cost_usd
-from nightwatch.tokens import estimate_text
+from nightwatch.tokens import EstimatingCounter, estimate_text
 
 
 @dataclass
@@ -55,11 +81,15 @@ def compactions_in(response: Any) -> int:
     return sum(1 for b in response.content if b.type == "compaction")
 
 
+def _call_id(ctx: CallContext) -> str:
+    return f"{ctx.run_id}:{ctx.fingerprint}:{ctx.phase}:{ctx.iteration}" + (f".{ctx.seq}" if ctx.seq else "")
+
+
 def record(response: Any, ctx: CallContext) -> ModelCall:
     usage = usage_of(response)
     model = "offline" if ctx.offline else ctx.model
     return ModelCall(
-        call_id=f"{ctx.run_id}:{ctx.fingerprint}:{ctx.phase}:{ctx.iteration}" + (f".{ctx.seq}" if ctx.seq else ""),
+        call_id=_call_id(ctx),
         run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,  # type: ignore[arg-type]
         model=model, mode="offline" if ctx.offline else ctx.mode, usage=usage,  # type: ignore[arg-type]
         cost_usd=cost_usd(model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl),
@@ -68,3 +98,113 @@ def record(response: Any, ctx: CallContext) -> ModelCall:
         compactions=ctx.compactions + compactions_in(response), watcher_actions=ctx.watcher_actions,
         checkpoint_id=ctx.checkpoint_id,
     )
+
+
+# answers that were lost ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LostAttempt:
+    """One HTTP attempt that reached the server but whose answer did not come back readable."""
+
+    reason: str
+    started_at: datetime
+    latency_ms: int
+
+
+_LOST: ContextVar[list[LostAttempt] | None] = ContextVar("nightwatch_lost_attempts", default=None)
+# transport failures while connecting or writing the request: it never reached the server whole
+_NEVER_SENT = {"ConnectError", "ConnectTimeout", "PoolTimeout", "WriteError", "WriteTimeout", "UnsupportedProtocol",
+               "LocalProtocolError", "ProxyError"}
+
+
+@contextmanager
+def lost_attempts() -> Iterator[list[LostAttempt]]:
+    """Collect the lost attempts of the model calls made inside the block (in this thread only)."""
+    lost: list[LostAttempt] = []
+    token = _LOST.set(lost)
+    try:
+        yield lost
+    finally:
+        _LOST.reset(token)
+
+
+def estimated_usage(params: dict[str, Any]) -> TokenUsage:
+    """What a request's input would cost, estimated: its whole prompt as uncached input, no output."""
+    tokens = EstimatingCounter().count(system=params.get("system"), messages=params.get("messages") or [], tools=params.get("tools"))
+    return TokenUsage(input=tokens)
+
+
+def unconfirmed(params: dict[str, Any], lost: LostAttempt, ctx: CallContext) -> ModelCall:
+    """The row of an attempt whose answer was lost: estimated input, no output, `status='unconfirmed'`."""
+    usage = estimated_usage(params)
+    model = "offline" if ctx.offline else ctx.model
+    return ModelCall(
+        call_id=_call_id(ctx), run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,  # type: ignore[arg-type]
+        model=model, mode="offline" if ctx.offline else ctx.mode, usage=usage,  # type: ignore[arg-type]
+        cost_usd=cost_usd(model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl), price_table=PRICE_TABLE_VERSION,
+        latency_ms=lost.latency_ms, started_at=lost.started_at, status="unconfirmed",
+    )
+
+
+def never_sent(exc: BaseException) -> bool:
+    """The transport failed before the whole request was out (so the server cannot have answered, nor billed, it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(kind.__name__ in _NEVER_SENT for kind in type(current).__mro__):
+            return True
+        current = current.__cause__
+    return False
+
+
+def unreadable(body: bytes | str) -> str | None:
+    """Why a 200 body is not a usable Message, or None. Checks what metering and the loop read, no more: a content
+    block of a type this SDK does not know yet is still a billed, usable answer, not a reason to pay again."""
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        return f"the body is not JSON ({exc})"
+    if not isinstance(data, dict) or data.get("type") != "message":
+        return "the body is not a Message"
+    content = data.get("content")
+    if not isinstance(content, list) or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in content):
+        return "the Message has no readable content"
+    try:
+        BetaUsage.model_validate(data.get("usage"))
+    except ValidationError:
+        return "the Message has no readable usage"
+    return None
+
+
+class AttemptWatch(anthropic.Middleware):
+    """Sees each HTTP attempt of one Messages call (AnthropicModelClient.create installs one per call).
+
+    An attempt whose answer was lost is noted in the caller's `lost_attempts()` block and re-raised, so the SDK
+    retries it or gives up as it would anyway; a garbled 200 is noted and raised as `RetryableError`.
+    """
+
+    def __init__(self) -> None:
+        self.lost = _LOST.get()
+
+    def handle(self, request: anthropic.APIRequest, call_next: anthropic.CallNext) -> anthropic.APIResponse[Any]:
+        at, started = datetime.now(timezone.utc), time.monotonic()
+        try:
+            response = call_next(request)
+        except anthropic.APIConnectionError as exc:
+            if not never_sent(exc):
+                cause = exc.__cause__
+                why = "timed out waiting for the answer" if isinstance(exc, anthropic.APITimeoutError) else \
+                    f"connection lost before the answer was read ({type(cause).__name__ if cause else type(exc).__name__})"
+                self._note(why, at, started)
+            raise
+        if request.stream or not response.http_response.is_success:
+            return response
+        problem = unreadable(response.http_response.content)
+        if problem is not None:
+            self._note(f"unreadable answer: {problem}", at, started)
+            raise anthropic.RetryableError(f"the Messages API answered 200 with an unreadable body: {problem}")
+        return response
+
+    def _note(self, reason: str, at: datetime, started: float) -> None:
+        if self.lost is not None:
+            self.lost.append(LostAttempt(reason=reason, started_at=at, latency_ms=int((time.monotonic() - started) * 1000)))
