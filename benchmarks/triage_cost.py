@@ -150,7 +150,7 @@ def investigate(fake, runtime, items, naive: bool, verdicts=None, workers: int =
 
     client = AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2)
     definition, cache, events = load_definition("base-analyzer"), CodeCache(runtime.host), EventLog()
-    policy = ContextPolicy.off() if naive else ContextPolicy.from_settings(runtime.settings, scheduled=True)
+    policy = ContextPolicy.off() if naive else ContextPolicy.from_settings(runtime.settings)
 
     def one(item):
         error, traces, research = item

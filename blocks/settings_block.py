@@ -12,6 +12,7 @@ from typing import Any, Literal
 from prefect.blocks.core import Block
 from pydantic import Field, SecretStr
 
+from nightwatch.runtime import ConfigurationError
 from nightwatch.settings import Settings
 
 
@@ -76,11 +77,20 @@ class NightWatchConfig(Block):
         return {k: v for k, v in values.items() if v is not None}
 
 
+def _load(block_name: str) -> "NightWatchConfig":
+    """The named block, or a configuration error that says how to create it."""
+    try:
+        return NightWatchConfig.load(block_name)
+    except ValueError as exc:  # Prefect: "Unable to find block document named …"
+        raise ConfigurationError(f"settings block {block_name!r} could not be loaded ({exc}); save one with "
+                                 f"NightWatchConfig(...).save({block_name!r}) or drop --settings-block") from None
+
+
 def resolve_settings(block_name: str | None, overrides: dict[str, Any] | None = None) -> Settings:
     """Environment, then the named block, then explicit overrides."""
     base = Settings()
     values = base.model_dump()
     if block_name:
-        values |= NightWatchConfig.load(block_name).settings_values()
+        values |= _load(block_name).settings_values()
     values |= {k: v for k, v in (overrides or {}).items() if v is not None}
     return Settings(**values)

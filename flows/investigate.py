@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
+from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.budgets import RunBudgetSpent
-from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
+from nightwatch.agent.policy import night_span_s, shared_ttl_for
+from nightwatch.investigate import InvestigationInterrupted
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
-from tasks.context import RunContext, settings_for
+from tasks.context import RunContext, home, settings_for
 from tasks.investigate_tasks import ensure_limit, investigate_error_task
 from tasks.night_inputs import load, stash
 
@@ -28,28 +31,41 @@ def investigate_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[Tra
 def investigate_subflow(ctx: RunContext, inputs: str, verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult | None]:
     night = load(inputs)
     errors, traces, research = night.errors, night.traces, night.research
-    limit = ensure_limit(settings_for(ctx))
-    get_run_logger().info("%d investigations under the concurrency limit %r", len(errors), limit)
-    futures = [investigate_error_task.submit(ctx, *args) for args in zip(errors, traces, research, verdicts)]
+    settings = settings_for(ctx)
+    limit = ensure_limit(settings)
+    span = night_span_s(len(errors), settings.analysis_concurrency, MetricsStore(home(ctx)).typical_investigation_s())
+    shared_ttl = shared_ttl_for(span)
+    get_run_logger().info("%d investigations under the concurrency limit %r (expected span %.0f s: shared prefix cached %s)",
+                          len(errors), limit, span, shared_ttl)
+    futures = [investigate_error_task.submit(ctx, *args, shared_ttl=shared_ttl) for args in zip(errors, traces, research, verdicts)]
     return [_outcome(ctx, future, error, verdict) for future, error, verdict in zip(futures, errors, verdicts)]
 
 
 def _outcome(ctx: RunContext, future, error: ErrorGroup, verdict: TriageVerdict) -> ErrorAnalysisResult | None:
     state = future.wait() or future.state
     if state.is_completed():
-        return future.result()
-    if _budget_spent(state):
+        result = future.result()
+        return answered_from_cache(result) if state.name == "Cached" else result
+    cause = _cause(state)
+    if isinstance(cause, RunBudgetSpent) or "RunBudgetSpent" in (state.message or ""):
         return None
+    if isinstance(cause, InvestigationInterrupted):  # AnalysisFailed too: the result with its reason and its spend
+        return cause.result
     return ErrorAnalysisResult(run_id=ctx.run_id, error=error, verdict=verdict, source="model",
                                failure=f"investigation task {state.name}: {state.message or 'no detail'}")
 
 
-def _budget_spent(state) -> bool:
+def answered_from_cache(result: ErrorAnalysisResult) -> ErrorAnalysisResult:
+    """An earlier attempt of this night paid for this answer: tonight it costs nothing and says so."""
+    return result.model_copy(update={"source": "cache", "model_calls": [], "tool_calls": [], "tokens": TokenUsage(),
+                                     "cost_usd": 0.0, "iterations": 0})
+
+
+def _cause(state):
     try:
-        cause = state.result(raise_on_failure=False)
-    except Exception:  # an unreadable result: fall back to the state's message
-        cause = None
-    return isinstance(cause, RunBudgetSpent) or "RunBudgetSpent" in (state.message or "")
+        return state.result(raise_on_failure=False)
+    except Exception:  # an unreadable result: the state's message is all there is
+        return None
 
 
 def budget_note(kept: list[ErrorGroup], limit: int) -> str:

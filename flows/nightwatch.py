@@ -6,6 +6,7 @@ was already collected is still reported, filed and remembered.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -23,7 +24,7 @@ from tasks import steps_learn as learn
 from tasks import steps_publish as publish
 from tasks.analysis_results import combine_results
 from tasks.context import RunContext, new_context, report_dir, runtime, settings_for
-from tasks.run_start import StepFailed, resolve_run_settings, run_step
+from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 
 
 @flow(name="nightwatch", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)
@@ -44,9 +45,9 @@ def nightwatch_flow(
     ctx = new_context(settings, str(run.id if run else "local"), anchor, since_hours=since_hours, mode=mode, dry_run=dry_run,
                       agent=settings.agent, max_errors=settings.max_errors, max_issues=settings.max_issues,
                       overrides=overrides or {}, settings_block=settings_block)
-    report = RunReport(run_id=ctx.run_id, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode, dry_run=dry_run,
-                       agent=ctx.agent, model=settings.model, reports_dir=str(report_dir(ctx)))
-    get_run_logger().info("NightWatch %s over %s", ctx.run_id, ctx.window.key)
+    report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode,
+                       dry_run=dry_run, agent=ctx.agent, model=settings.model, reports_dir=str(report_dir(ctx)))
+    get_run_logger().info("NightWatch night %s (attempt %s) over %s", ctx.run_id, ctx.attempt, ctx.window.key)
 
     index = run_step(report, "0", "load_knowledge", fetch.load_knowledge, ctx)
     report.sources = run_step(report, "1", "connect", fetch.connect, ctx)
@@ -91,6 +92,7 @@ def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> lis
 
     None while the night's triage batch is still processing and the night was handed to `collect`.
     """
+    PROGRESS.info("step 4 analyze … (triage of %d errors, then the deep ones)", len(errors))
     try:
         triage = triage_flow(ctx, errors, traces, research)
         if triage.pending:
@@ -112,5 +114,8 @@ def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> lis
     routes = {r: sum(1 for t in triaged if t.verdict.route == r) for r in ("known", "transient", "simple", "deep")}
     via = ", ".join(f"{n} {v}" for v, n in Counter(t.verdict.via for t in triaged).items())
     detail = ", ".join(f"{n} {r}" for r, n in routes.items() if n) + (f"; triage via {via}" if via else "")
+    failed = sum(1 for r in results if r.failed)
+    detail += f"; {failed} FAILED" if failed else ""
     report.steps.append(StepOutcome(step="4", name="analyze", detail=detail))
+    PROGRESS.log(logging.WARNING if failed else logging.INFO, "step 4 analyze %s: %s", "ok" if not failed else "with failures", detail)
     return results

@@ -60,16 +60,17 @@ def direct_triage(ctx: RunContext, items: list[Item]) -> list[TriageOutcome]:
     """Concurrent direct calls within the API's limit; an error whose call fails is kept, routed deep."""
     if not items:
         return []
-    with api_slots(ctx.run_id, wanted=len(items), size=settings_for(ctx).api_concurrency):
+    with api_slots(ctx.attempt_key, wanted=len(items), size=settings_for(ctx).api_concurrency):
         futures = [triage_error.submit(ctx, e, t, r) for e, t, r in items]
         return [_outcome(ctx, future, error) for future, (error, _, _) in zip(futures, items)]
 
 
 def _outcome(ctx: RunContext, future, error: ErrorGroup) -> TriageOutcome:
     try:
-        return future.result()
+        outcome = future.result()
     except Exception as exc:  # one failed call must not cost the night its other verdicts
         return unanswered(ctx.run_id, error.fingerprint, f"triage call failed: {clean(str(exc), 300)[0]}")
+    return outcome.from_cache() if future.state.name == "Cached" else outcome
 
 
 def batch_triage(ctx: RunContext, items: list[Item]) -> TriageRun:
@@ -85,7 +86,11 @@ def batch_triage(ctx: RunContext, items: list[Item]) -> TriageRun:
     ledger = await_triage_batches(ctx, ledger, settings_for(ctx).batch_hold_s if handing_off else None)
     if not (ledger.ended or ledger.collected):
         return TriageRun(pending=hand_off(ctx, ledger))
-    return assemble(ctx, items, plan, collect_triage_batches(ctx, ledger))
+    earlier = ledger.collected  # an earlier attempt of the night collected (and metered) these answers
+    collected = collect_triage_batches(ctx, ledger)
+    if earlier:
+        collected.outcomes = {fp: o.from_cache() for fp, o in collected.outcomes.items()}
+    return assemble(ctx, items, plan, collected)
 
 
 def hand_off(ctx: RunContext, ledger: BatchLedger) -> str:

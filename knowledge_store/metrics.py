@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import statistics
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -75,6 +77,7 @@ def token_columns(usage: TokenUsage) -> dict[str, int]:
         "cache_write_tokens": usage.cache_write,
         "cache_read_tokens": usage.cache_read,
         "thinking_tokens": usage.thinking,
+        "cache_write_1h_tokens": usage.cache_write_1h,
     }
 
 
@@ -136,8 +139,11 @@ _RUN_FIELDS = {
 }
 
 
-def run_row(report: RunReport) -> dict[str, Any]:
-    analysed = sum(1 for r in report.results if r.analysis is not None)
+def run_row(report: RunReport, night: "NightSpend | None" = None, attempts: int = 1) -> dict[str, Any]:
+    """The night's one row. With `night` (what the ledger holds for every attempt), tokens, cost and calls
+    are the night's, so a rerun that answered from the cache does not hide what the first attempt spent."""
+    analysed = sum(1 for r in report.results if r.analysis is not None and not r.failed)
+    spend = night or NightSpend(report.totals.tokens, report.totals.cost_usd, report.totals.model_calls)
     return {
         **report.model_dump(include=_RUN_FIELDS),
         "started_at": utc(report.started_at),
@@ -147,13 +153,22 @@ def run_row(report: RunReport) -> dict[str, Any]:
         "errors_analysed": analysed,
         "from_cache": report.count_source("cache"),
         "from_knowledge": report.count_source("knowledge"),
-        "issues_created": sum(1 for i in report.issues if i.action == "created"),
+        "issues_created": sum(1 for i in report.issues if i.action == "created" or i.opened_by_night),
         "pr_created": bool(report.pr and report.pr.action == "created"),
-        **token_columns(report.totals.tokens),
-        "cost_usd": report.totals.cost_usd,
-        "model_calls": report.totals.model_calls,
+        **token_columns(spend.tokens),
+        "cost_usd": spend.cost_usd,
+        "model_calls": spend.calls,
         "iterations": report.totals.iterations,
+        "errors_failed": report.errors_failed,
+        "attempts": attempts,
     }
+
+
+@dataclass(frozen=True)
+class NightSpend:
+    tokens: TokenUsage
+    cost_usd: float
+    calls: int
 
 
 def knowledge_index_rows(index: dict) -> list[dict[str, Any]]:
@@ -210,6 +225,38 @@ class MetricsStore:
         """One file per analysis part (e.g. `<fingerprint>-investigate`), written as soon as it ends."""
         return self._write_run_part("model_calls", run_id, run_date, part, [model_call_row(c) for c in calls])
 
+    def typical_investigation_s(self, nights: int = 7) -> float | None:
+        """Median duration of the investigations of the last `nights` nights that wrote analyses, if any."""
+        days = sorted((self.root / "analyses").glob("date=*"))[-nights:]
+        durations: list[float] = []
+        for path in (p for day in days for p in sorted(day.glob("*/*.parquet"))):
+            table = pq.read_table(path, columns=["source", "iterations", "duration_s"]).to_pylist()
+            durations += [r["duration_s"] for r in table if r["source"] == "model" and r["iterations"] and r["duration_s"]]
+        return statistics.median(durations) if durations else None
+
+    def recorded_calls(self, run_id: str, run_date: RunDate) -> set[tuple[str, datetime]]:
+        """(call_id, started_at) of every model call the night's ledger already holds, whichever attempt wrote it."""
+        folder = self.run_folder("model_calls", run_id, run_date)
+        keys: set[tuple[str, datetime]] = set()
+        for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+            table = pq.read_table(path, columns=["call_id", "started_at"])
+            keys.update(zip(table.column("call_id").to_pylist(), (utc(t) for t in table.column("started_at").to_pylist())))
+        return keys
+
+    def record_new_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ModelCall]) -> list[ModelCall]:
+        """Write the calls the ledger does not hold yet, as a part of their own; return them.
+
+        A retry or rerun of the night (another attempt, another worker) resumes a checkpoint whose calls
+        an earlier attempt may or may not have written (a kill leaves them unwritten): each call is
+        written exactly once, and nothing an earlier attempt wrote is overwritten.
+        """
+        known = self.recorded_calls(run_id, run_date)
+        fresh = [c for c in calls if (c.call_id, utc(c.started_at)) not in known]
+        if fresh:
+            stamp = min(utc(c.started_at) for c in fresh)
+            self.write_model_calls(run_id, run_date, f"{part}-{stamp:%Y%m%dT%H%M%S%f}", fresh)
+        return fresh
+
     def write_tool_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ToolCall]) -> Path:
         rows = [tool_call_row(c, part, seq) for seq, c in enumerate(calls)]
         return self._write_run_part("tool_calls", run_id, run_date, part, rows)
@@ -220,10 +267,13 @@ class MetricsStore:
         run_date: RunDate,
         results: list[ErrorAnalysisResult],
         analysed_at: datetime | None = None,
+        attempt: str = "",
     ) -> Path:
+        """One part per attempt of the night: a rerun adds its rows (answers from cache at no cost, say
+        `source = cache`) instead of replacing what an earlier attempt paid for."""
         moment = utc(analysed_at) or datetime.now(timezone.utc)
         rows = [analysis_row(run_id, r, moment) for r in results]
-        return self._write_run_part("analyses", run_id, run_date, "analyses", rows)
+        return self._write_run_part("analyses", run_id, run_date, f"analyses-{attempt}" if attempt else "analyses", rows)
 
     def write_errors(
         self,
@@ -238,7 +288,26 @@ class MetricsStore:
         return self._write_run_part("errors", run_id, run_date, "errors", rows)
 
     def write_run(self, report: RunReport) -> Path:
-        return self._write_run_part("runs", report.run_id, report.started_at, "run", [run_row(report)])
+        """The night's row, replaced by each attempt: the night's spend from the ledger, its attempts counted."""
+        folder = self.run_folder("runs", report.run_id, report.started_at)
+        previous = pq.read_table(folder / "run.parquet").to_pylist() if (folder / "run.parquet").is_file() else []
+        attempts = (previous[0].get("attempts") or 1) + 1 if previous else 1
+        night = self.night_spend(report.run_id, report.started_at)
+        row = run_row(report, night if night.calls else None, attempts)
+        return self._write_run_part("runs", report.run_id, report.started_at, "run", [row])
+
+    def night_spend(self, run_id: str, run_date: RunDate) -> NightSpend:
+        """Every call the night's ledger holds, whichever attempt made it."""
+        folder = self.run_folder("model_calls", run_id, run_date)
+        tokens, cost, calls = TokenUsage(), 0.0, 0
+        for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+            for row in pq.read_table(path).to_pylist():
+                tokens = tokens + TokenUsage(input=row["input_tokens"] or 0, output=row["output_tokens"] or 0,
+                                             cache_write=row["cache_write_tokens"] or 0, cache_read=row["cache_read_tokens"] or 0,
+                                             thinking=row["thinking_tokens"] or 0, cache_write_1h=row.get("cache_write_1h_tokens") or 0)
+                cost += row["cost_usd"] or 0.0
+                calls += 1
+        return NightSpend(tokens, round(cost, 6), calls)
 
     def write_knowledge_index(self, index: dict) -> Path:
         """Snapshot of index.yml: the current state of the knowledge base, replaced on each rebuild."""

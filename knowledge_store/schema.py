@@ -180,6 +180,18 @@ _M004_CALL_STATUS = [
            "may have billed it: estimated input tokens, no output) or failed (refused, not billed); null before m004: ok."),
 ]
 
+_M005_CACHE_WRITE_1H = [
+    Column("cache_write_1h_tokens", pa.int64(), "Of cache_write_tokens, those written with the 1-hour TTL (priced 2x input "
+           "instead of 1.25x); null before m005: none."),
+]
+
+_M005_RUN_OUTCOME = [
+    Column("errors_failed", pa.int64(), "Selected errors whose analysis failed (listed with reasons in the report); "
+           "null before m005."),
+    Column("attempts", pa.int64(), "Flow runs that worked on this night so far (a retry or rerun of the window is the "
+           "same night); null before m005."),
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -194,6 +206,8 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ("m002_context_management", {"model_calls": _M002_CONTEXT_COLUMNS}),
     ("m003_knowledge_index", {"knowledge_index": _M003_KNOWLEDGE_INDEX}),
     ("m004_call_status", {"model_calls": _M004_CALL_STATUS}),
+    ("m005_night_outcome", {"model_calls": _M005_CACHE_WRITE_1H, "analyses": _M005_CACHE_WRITE_1H,
+                            "runs": _M005_CACHE_WRITE_1H + _M005_RUN_OUTCOME}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

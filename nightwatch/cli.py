@@ -1,7 +1,8 @@
 """The `nightwatch` command: thin commands over the core and the flow.
 
-Exit codes: 0 success; 1 the run failed (the message names the step); 2 bad usage or configuration.
-`run --output json` prints the RunReport alone on stdout; logs go to stderr.
+Exit codes: 0 every selected error analysed; 1 a step or an analysis failed (the last line on stderr
+says which); 2 bad usage or configuration. `run --output json` prints the RunReport alone on stdout;
+progress lines go to stderr, tracebacks to the log file under NIGHTWATCH_HOME/logs/.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 import sys
 from datetime import datetime
 from enum import Enum
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -63,63 +65,102 @@ def run(
     output: Output = typer.Option(Output.text, help="text: readable summary; json: the RunReport on stdout."),
     settings_block: Optional[str] = typer.Option(None, help="Name of a saved NightWatchConfig Prefect block."),
 ) -> None:
-    """Run one night: fetch, triage, investigate, report, file, remember."""
-    hours = parse_since(since)
-    settings = _settings()
-    from nightwatch import environment
-    from nightwatch.runtime import ConfigurationError, require_consistent, source_statuses
+    """Run one night: fetch, triage, investigate, report, file, remember.
 
-    try:
-        require_consistent(source_statuses(settings))  # before Prefect starts: fail fast, name what is missing
-    except ConfigurationError as exc:
-        _fail(str(exc), 2)
+    Exit 0 when every selected error was analysed, 1 when a step or any analysis failed, 2 on configuration.
+    """
+    hours = parse_since(since)
+    settings = _settings(agent=agent)
+    _preflight(settings)  # before Prefect starts: a wrong key or agent costs seconds, not a night
+    from nightwatch import environment, run_log
 
     environment.configure(settings.resolved_home())
-    report = _run_flow(hours, max_errors, max_issues, dry_run, mode.value, agent, until, settings_block)
+    log = run_log.start(settings.resolved_home())
+    report = _run_flow(log, hours, max_errors, max_issues, dry_run, mode.value, agent, until, settings_block)
     if output is Output.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
         from nightwatch.render.summary import text_summary
 
         typer.echo(text_summary(report))
+    from nightwatch.render.summary import failure_lines, status_line
+
+    for line in failure_lines(report):
+        run_log.say(f"  failed: {line}")
+    run_log.say(status_line(report) + ("" if report.succeeded else f" (log: {log})"))
+    raise typer.Exit(0 if report.succeeded else 1)
 
 
-def _run_flow(hours, max_errors, max_issues, dry_run, mode, agent, until, settings_block):
-    from flows.nightwatch import nightwatch_flow  # the outermost layer: only this command reaches Prefect
+def _preflight(settings: Settings) -> None:
+    from nightwatch.preflight import problems, run_checks
+    from nightwatch.runtime import source_statuses
+
+    checks = run_checks(settings, source_statuses(settings))
+    for warning in [c for c in checks if not c.ok and not c.fatal]:
+        typer.echo(f"nightwatch: warning: {warning.name}: {warning.detail}", err=True)
+    bad = problems(checks)
+    if bad:
+        _fail("; ".join(f"{c.name}: {c.detail}" for c in bad), 2)
+
+
+def _run_flow(log: Path, hours, max_errors, max_issues, dry_run, mode, agent, until, settings_block):
+    from nightwatch import run_log
     from nightwatch.errors import USER_ERRORS
 
+    run_log.say("starting Prefect…")
+    from flows.nightwatch import nightwatch_flow  # the outermost layer: only this command reaches Prefect
+
+    run_log.quiet_prefect_console(log)
     try:
         return nightwatch_flow(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run, mode=mode,
                                agent=agent, until=until, settings_block=settings_block)
     except USER_ERRORS as exc:
+        run_log.record_traceback(exc)
         _fail(str(exc), 2)
-    except Exception as exc:  # a failed step: say which and why, no traceback
+    except Exception as exc:  # a failed step: one line that names it; the traceback goes to the log file
+        run_log.record_traceback(exc)
         cause = exc.__cause__
-        _fail(f"run failed: {exc}", 2 if isinstance(cause, USER_ERRORS) else 1)
+        _fail(f"run failed: {_one_line(str(exc))} (traceback in {log})", 2 if isinstance(cause, USER_ERRORS) else 1)
 
 
-def _settings() -> Settings:
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _settings(**overrides: object) -> Settings:
     from pydantic import ValidationError
 
     try:
-        return Settings()
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         _fail("invalid settings: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()), 2)
         raise
 
 
 @app.command()
-def check(output: Output = typer.Option(Output.text, help="text or json")) -> None:
-    """Say, for each source, whether it is live, an offline default, or misconfigured (and why)."""
+def check(
+    output: Output = typer.Option(Output.text, help="text or json"),
+    offline: bool = typer.Option(False, "--offline", help="Skip the calls that verify credentials against live APIs."),
+) -> None:
+    """Each source (live, offline default, or misconfigured, and why), then what can be verified cheaply:
+    the Anthropic key and models, the agent, the ignore file, writable folders. Exit 2 on any problem."""
+    from nightwatch.preflight import problems, run_checks
     from nightwatch.runtime import source_statuses
 
-    statuses = source_statuses(_settings())
+    settings = _settings()
+    statuses = source_statuses(settings)
+    checks = run_checks(settings, statuses, probe_api=not offline)
     if output is Output.json:
-        typer.echo(json.dumps([s.model_dump() for s in statuses], indent=2))
+        typer.echo(json.dumps({"sources": [s.model_dump() for s in statuses],
+                               "checks": [{"name": c.name, "state": c.state, "detail": c.detail} for c in checks]}, indent=2))
     else:
         for s in statuses:
             typer.echo(f"{s.name:<10} {s.state:<14} {s.detail}")
-    if any(s.state == "misconfigured" for s in statuses):
+        typer.echo("")
+        for c in checks:
+            typer.echo(f"{c.name:<14} {c.state:<8} {c.detail}")
+    if problems(checks):
         raise typer.Exit(2)
 
 

@@ -25,11 +25,22 @@ from nightwatch.tokens import TokenCounter
 
 
 class InvestigationInterrupted(Exception):
-    """A model call failed mid-investigation; `result` holds what was metered, a checkpoint the rest."""
+    """A model call failed mid-investigation; `result` holds what was metered, a checkpoint the rest.
+
+    It carries only data NightWatch built (the result and its reason string), never an SDK exception
+    or request, so a task runner that persists it stores no credentials and no prompt.
+    """
 
     def __init__(self, result: ErrorAnalysisResult) -> None:
         super().__init__(result.failure or "investigation interrupted")
         self.result = result
+
+    def __reduce__(self):  # pickled without __cause__/__context__ or any traceback
+        return (type(self), (self.result,))
+
+
+class AnalysisFailed(InvestigationInterrupted):
+    """The investigation ended without an analysis; never an answer to cache. `result.failure` says why."""
 
 
 def investigate_error(

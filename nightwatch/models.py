@@ -119,9 +119,9 @@ class FileChange(Model):
 class Analysis(Model):
     """The agent's final answer, obtained through a schema-validated tool call."""
 
-    title: str = Field(description="One line naming the defect, as an issue title.")
-    reasoning: str = Field(description="How the evidence leads to the root cause.")
-    root_cause: str = Field(description="The root cause, one or two sentences.")
+    title: str = Field(min_length=1, description="One line naming the defect, as an issue title.")
+    reasoning: str = Field(min_length=1, description="How the evidence leads to the root cause.")
+    root_cause: str = Field(min_length=1, description="The root cause, one or two sentences.")
     has_fix: bool = Field(description="True only if file_changes hold a concrete fix.")
     confidence: Confidence
     file_changes: list[FileChange] = Field(default_factory=list)
@@ -134,6 +134,7 @@ class TokenUsage(Model):
     cache_write: int = 0
     cache_read: int = 0
     thinking: int = 0
+    cache_write_1h: int = 0  # of cache_write, what was written with the 1-hour TTL (priced higher)
 
     @property
     def total(self) -> int:
@@ -245,10 +246,16 @@ class ErrorAnalysisResult(Model):
     def fingerprint(self) -> str:
         return self.error.fingerprint
 
+    @property
+    def failed(self) -> bool:
+        """The analysis this error needed did not happen: its failure says why. Never counted as analysed."""
+        return self.failure is not None and self.analysis is None
+
 
 class CreatedIssueResult(Model):
     fingerprint: str
     action: Literal["created", "commented", "unchanged", "skipped"]
+    opened_by_night: bool = False  # this night opened the issue (in this attempt or an earlier one)
     issue_number: int | None = None
     url: str = ""
     title: str = ""
@@ -329,6 +336,35 @@ class RunReport(Model):
     totals: RunTotals = Field(default_factory=RunTotals)
     reports_dir: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    attempt: str = Field(default="", description="The flow run that produced this report; a night may take several.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_fields(cls, data: object) -> object:
+        """Computed fields come back in a dumped report: accept them, never trust them."""
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in ("errors_failed", "steps_failed", "succeeded")}
+        return data
 
     def count_source(self, source: str) -> int:
         return sum(1 for r in self.results if r.source == source)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def errors_failed(self) -> int:
+        return sum(1 for r in self.results if r.failed)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def steps_failed(self) -> list[str]:
+        return [f"{s.step} {s.name}" for s in self.steps if s.status == "failed"]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def succeeded(self) -> bool:
+        """Every step did its job and every selected error was analysed: the night's exit code is 0."""
+        return not self.errors_failed and not self.steps_failed
+
+    def failures(self) -> list[tuple[ErrorAnalysisResult, str]]:
+        """Each error whose analysis failed, with the reason."""
+        return [(r, r.failure or "") for r in self.results if r.failed]

@@ -46,12 +46,19 @@ def price_for(model: str) -> Price:
 
 
 def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False, cache_ttl: str = "5m") -> float:
-    """Cost of one call. `usage.input` excludes cached tokens, as the API reports it."""
+    """Cost of one call. `usage.input` excludes cached tokens, as the API reports it.
+
+    Cache writes are priced by their TTL: `usage.cache_write_1h` at the 1-hour rate when the response
+    said how its writes split; otherwise every write at `cache_ttl`'s rate.
+    """
     price = price_for(model)
     per_token_in = price.input / 1_000_000
+    hour = min(usage.cache_write_1h, usage.cache_write)
+    rest_rate = CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25) if not hour else CACHE_WRITE_MULTIPLIER["5m"]
     cost = (
         usage.input * per_token_in
-        + usage.cache_write * per_token_in * CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25)
+        + (usage.cache_write - hour) * per_token_in * rest_rate
+        + hour * per_token_in * CACHE_WRITE_MULTIPLIER["1h"]
         + usage.cache_read * per_token_in * CACHE_READ_MULTIPLIER
         + usage.output * price.output / 1_000_000
     )

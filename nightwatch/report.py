@@ -6,7 +6,7 @@ from nightwatch.models import ErrorAnalysisResult, RunTotals, TokenUsage
 
 
 def run_totals(run_id: str, results: list[ErrorAnalysisResult]) -> RunTotals:
-    """What this run spent: calls made by this run only, so cached answers cost nothing twice."""
+    """What this attempt of the night spent: answers from cache carry no calls, so nothing counts twice."""
     tokens, cost, calls, iterations = TokenUsage(), 0.0, 0, 0
     for result in results:
         own = [c for c in result.model_calls if c.run_id == run_id]
@@ -14,5 +14,5 @@ def run_totals(run_id: str, results: list[ErrorAnalysisResult]) -> RunTotals:
             tokens = tokens + call.usage
             cost += call.cost_usd
         calls += len(own)
-        iterations += result.iterations if result.run_id == run_id else 0
+        iterations += result.iterations if result.source != "cache" else 0
     return RunTotals(tokens=tokens, cost_usd=round(cost, 6), model_calls=calls, iterations=iterations)

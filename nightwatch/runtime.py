@@ -6,6 +6,7 @@ to demo data. Nothing here logs or returns a secret.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -178,9 +179,16 @@ _RUNTIMES: dict[tuple, Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
 
 
+def _identity(settings: Settings) -> str:
+    """Settings as a cache key, secrets included (as a digest): two keys never share one set of clients."""
+    secrets = [getattr(settings, name).get_secret_value() if getattr(settings, name) is not None else ""
+               for name, field in Settings.model_fields.items() if "SecretStr" in str(field.annotation)]
+    return settings.model_dump_json() + hashlib.sha256("\0".join(secrets).encode()).hexdigest()
+
+
 def runtime_for(settings: Settings, anchor: datetime) -> Runtime:
     """One Runtime per (settings, anchor) per process: tasks share clients and the code cache."""
-    key = (settings.model_dump_json(), anchor.isoformat())
+    key = (_identity(settings), anchor.isoformat())
     with _RUNTIMES_LOCK:
         if key not in _RUNTIMES:
             _RUNTIMES[key] = build_runtime(settings, anchor)

@@ -39,7 +39,8 @@ def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisR
     """Analyses worth an issue: a real analysis of a non-transient error, best evidence first.
 
     Low-confidence analyses without a fix are left to the report: an issue should give a reader
-    something to act on. How many to create (max issues, the WIP limit
+    something to act on. Failed analyses come last: they never open an issue, but an issue already
+    open for the error gets a comment saying tonight's analysis failed and why. How many to create (max issues, the WIP limit
     on open issues) is decided when filing (step 9), since comments on existing issues cost nothing.
     """
     eligible = [
@@ -49,4 +50,5 @@ def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisR
         and (r.analysis.confidence != "low" or r.analysis.has_fix)
     ]
     eligible.sort(key=lambda r: (-CONFIDENCE_RANK[r.analysis.confidence], not r.analysis.has_fix, -r.error.occurrences))  # type: ignore[union-attr]
-    return eligible
+    failed = [r for r in results if r.failed and (r.verdict is None or r.verdict.route != "transient")]
+    return eligible + failed  # a failed analysis opens no issue, but its existing issue hears of the failure

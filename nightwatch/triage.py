@@ -64,10 +64,14 @@ class TriageOutcome(Model):
     verdict: TriageVerdict
     call: ModelCall | None = None
     extra_calls: list[ModelCall] = Field(default_factory=list, description="Billed calls whose answer was not used.")
+    cached: bool = Field(default=False, description="Answered by an earlier attempt of the night: its calls are not spent again.")
 
     @property
     def all_calls(self) -> list[ModelCall]:
-        return self.extra_calls + ([self.call] if self.call else [])
+        return [] if self.cached else self.extra_calls + ([self.call] if self.call else [])
+
+    def from_cache(self) -> "TriageOutcome":
+        return self.model_copy(update={"cached": True})
 
 
 def triage_tool() -> dict[str, Any]:

@@ -18,8 +18,7 @@ def _result(ctx: RunContext, error: ErrorGroup, research: ResearchContext, triag
     verdict = triage.verdict
     calls = triage.all_calls
     if deep is not None:
-        source = "model" if deep.run_id == ctx.run_id else "cache"
-        return deep.model_copy(update={"error": error, "verdict": verdict, "source": source, "model_calls": calls + deep.model_calls,
+        return deep.model_copy(update={"error": error, "verdict": verdict, "model_calls": calls + deep.model_calls,
                                        "tokens": sum((c.usage for c in calls), deep.tokens),
                                        "cost_usd": round(deep.cost_usd + sum(c.cost_usd for c in calls), 6)})
     analysis = None
@@ -33,9 +32,9 @@ def _result(ctx: RunContext, error: ErrorGroup, research: ResearchContext, triag
         analysis = Analysis(title=f"{error.error_class} in {error.transaction}", reasoning=f"Triage verdict ({verdict.category}, "
                             f"{verdict.complexity}): {verdict.likely_root_cause}", root_cause=verdict.likely_root_cause,
                             has_fix=False, confidence=verdict.confidence)
-        source = "triage" if triage.run_id == ctx.run_id else "cache"
+        source = "cache" if triage.cached else "triage"
     else:
-        source = "triage" if triage.run_id == ctx.run_id else "cache"
+        source = "cache" if triage.cached else "triage"
     return ErrorAnalysisResult(run_id=ctx.run_id, error=error, verdict=verdict, analysis=analysis, source=source, agent=ctx.agent,
                                model=calls[0].model if calls else "", tokens=sum((c.usage for c in calls), TokenUsage()),
                                cost_usd=round(sum(c.cost_usd for c in calls), 6), model_calls=calls,

@@ -6,11 +6,13 @@ id, and a task on another worker rebuilds them from the environment and the sett
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from knowledge_store.metrics import safe_name
 from nightwatch.models import Model, Window
 from nightwatch.runtime import Runtime, runtime_for
 from nightwatch.settings import Settings
@@ -20,7 +22,8 @@ _LOCK = threading.Lock()
 
 
 class RunContext(Model):
-    run_id: str
+    run_id: str  # the night: its window and scope, the same for every attempt (retry, rerun, another worker)
+    attempt: str = ""  # the flow run doing the work now
     anchor: datetime
     window: Window
     mode: Literal["batch", "interactive"]
@@ -30,6 +33,11 @@ class RunContext(Model):
     max_issues: int
     overrides: dict[str, Any] = {}
     settings_block: str | None = None
+
+    @property
+    def attempt_key(self) -> str:
+        """This attempt of the night in this process: the key of in-memory state (clients, caches, gates)."""
+        return f"{self.run_id}/{self.attempt}"
 
     @property
     def run_date(self) -> str:
@@ -45,7 +53,8 @@ def new_context(settings: Settings, flow_run_id: str, anchor: datetime, *, since
                 agent: str, max_errors: int, max_issues: int, overrides: dict[str, Any], settings_block: str | None) -> RunContext:
     anchor = floor_hour(anchor)
     ctx = RunContext(
-        run_id=f"{anchor:%Y%m%dT%H%M}-{flow_run_id.replace('-', '')[:8]}",
+        run_id=night_id(anchor, since_hours, scope_of(settings, settings_block)),
+        attempt=flow_run_id.replace("-", "")[:8],
         anchor=anchor,
         window=Window.ending_at(anchor, timedelta(hours=since_hours)),
         mode=mode,  # type: ignore[arg-type]
@@ -56,23 +65,37 @@ def new_context(settings: Settings, flow_run_id: str, anchor: datetime, *, since
         overrides=overrides,
         settings_block=settings_block,
     )
-    register(ctx.run_id, settings)
+    register(ctx, settings)
     return ctx
 
 
-def register(run_id: str, settings: Settings) -> None:
+def night_id(anchor: datetime, since_hours: float, scope: str) -> str:
+    """The night's identity: its window and what it watches. Every side effect is idempotent per night."""
+    return f"{anchor:%Y%m%dT%H%M}-{since_hours:g}h-{scope}"
+
+
+def scope_of(settings: Settings, settings_block: str | None) -> str:
+    """What the night watches: the settings block (one per application), else a short digest of its sources."""
+    if settings_block:
+        return safe_name(settings_block, 40)
+    sources = [settings.newrelic_app_name or "", str(settings.errors_file or ""), settings.github_repo or "",
+               str(settings.code_path or "")]
+    return hashlib.sha256("|".join(sources).encode()).hexdigest()[:6]
+
+
+def register(ctx: RunContext, settings: Settings) -> None:
     with _LOCK:
-        _SETTINGS[run_id] = settings
+        _SETTINGS[ctx.attempt_key] = settings
 
 
 def settings_for(ctx: RunContext) -> Settings:
     with _LOCK:
-        if ctx.run_id in _SETTINGS:
-            return _SETTINGS[ctx.run_id]
+        if ctx.attempt_key in _SETTINGS:
+            return _SETTINGS[ctx.attempt_key]
     from blocks.settings_block import resolve_settings
 
     settings = resolve_settings(ctx.settings_block, ctx.overrides)
-    register(ctx.run_id, settings)
+    register(ctx, settings)
     return settings
 
 

@@ -5,9 +5,11 @@
 - The night's token budget is checked once the slot is held; when it is spent the task fails with
   RunBudgetSpent, is not retried nor cached, and the error keeps its triage verdict.
 - A model call that fails mid-loop raises InvestigationInterrupted on the first attempt: Prefect
-  retries the task and the loop resumes from the error's last checkpoint. The last attempt returns
-  the failure with everything metered instead.
-- Model and tool calls are written to the metrics store as soon as an attempt ends.
+  retries the task and the loop resumes from the error's last checkpoint. An investigation that ends
+  without an analysis raises AnalysisFailed (carrying the result and its reason): a failed state is
+  never cached, so the next run of the same window investigates again.
+- Model and tool calls are written to the metrics store as soon as an attempt ends, each call once
+  across attempts (a resumed checkpoint's calls are not written twice).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Iterator
 
@@ -34,7 +37,7 @@ from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache
-from nightwatch.investigate import InvestigationInterrupted, investigate_error
+from nightwatch.investigate import AnalysisFailed, InvestigationInterrupted, investigate_error
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
@@ -52,23 +55,23 @@ _LOCK = threading.Lock()
 
 def code_cache(ctx: RunContext) -> CodeCache:
     with _LOCK:
-        return _CACHES.setdefault(ctx.run_id, CodeCache(runtime(ctx).host))
+        return _CACHES.setdefault(ctx.attempt_key, CodeCache(runtime(ctx).host))
 
 
 def event_log(ctx: RunContext) -> EventLog:
     with _LOCK:
-        return _LOGS.setdefault(ctx.run_id, EventLog(home(ctx) / "events" / f"{ctx.run_id}.jsonl"))
+        return _LOGS.setdefault(ctx.attempt_key, EventLog(home(ctx) / "events" / f"{ctx.run_id}.jsonl"))
 
 
 def cross_error_notes(ctx: RunContext) -> CrossErrorNotes:
     with _LOCK:
-        return _NOTES.setdefault(ctx.run_id, CrossErrorNotes())
+        return _NOTES.setdefault(ctx.attempt_key, CrossErrorNotes())
 
 
 def night_budget(ctx: RunContext) -> RunBudget:
     """The run's budget, seeded from what the night's ledger already holds (triage, earlier attempts)."""
     settings = settings_for(ctx)
-    return run_budget(ctx.run_id, settings.token_budget_per_run, lambda: ledger_spent(ctx, settings.model))
+    return run_budget(ctx.attempt_key, settings.token_budget_per_run, lambda: ledger_spent(ctx, settings.model))
 
 
 def ledger_spent(ctx: RunContext, model: str) -> float:
@@ -113,8 +116,14 @@ def _investigate_key(_c, p) -> str:
 
 
 def _retryable(_task, _run, state) -> bool:
-    """Retry an interruption; never a spent run budget."""
-    return not isinstance(state.data, RunBudgetSpent) and "RunBudgetSpent" not in (state.message or "")
+    """Retry an interruption; never a spent run budget, nor an analysis that ended without an answer."""
+    try:
+        cause = state.result(raise_on_failure=False)
+    except Exception:  # an unreadable result: judge by the message
+        cause = None
+    if isinstance(cause, (RunBudgetSpent, AnalysisFailed)):
+        return False
+    return not any(name in (state.message or "") for name in ("RunBudgetSpent", "AnalysisFailed"))
 
 
 def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
@@ -125,7 +134,7 @@ def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
 @nightwatch_task(name="investigate_error", retries=RETRIES, retry_delay_seconds=10, retry_condition_fn=_retryable,
                  cache_key_fn=_investigate_key, cache_expiration=timedelta(days=2))
 def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext,
-                           verdict: TriageVerdict) -> ErrorAnalysisResult:
+                           verdict: TriageVerdict, shared_ttl: str = "5m") -> ErrorAnalysisResult:
     """The agent reads the code; model and tool calls are metered as soon as an attempt ends."""
     settings = settings_for(ctx)
     definition = load_definition(ctx.agent)
@@ -138,19 +147,32 @@ def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData
                 cache=code_cache(ctx), events=event_log(ctx), max_iterations=settings.max_iterations,
                 token_budget=settings.token_budget_per_error,
                 cross_error=notes.recent(error.fingerprint) if settings.cross_error_context else None,
-                policy=ContextPolicy.from_settings(settings, scheduled=ctx.mode == "batch"),
+                policy=replace(ContextPolicy.from_settings(settings), shared_cache_ttl=shared_ttl),
                 run_budget=night_budget(ctx), checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
                 counter=_counter(ctx, definition.model or settings.model), raise_on_interrupt=task_run.run_count <= RETRIES,
             )
         except InvestigationInterrupted as exc:
-            _write_metrics(ctx, exc.result)
-            raise
+            raise InvestigationInterrupted(_metered(ctx, exc.result)) from None
+    result = _metered(ctx, result)
+    if result.failed:  # a failed state: Prefect caches no failure as an answer, the next run of the window retries
+        raise AnalysisFailed(result)
     notes.add(result)
-    _write_metrics(ctx, result)
     return result
 
 
-def _write_metrics(ctx: RunContext, result: ErrorAnalysisResult) -> None:
+def _metered(ctx: RunContext, result: ErrorAnalysisResult) -> ErrorAnalysisResult:
+    """Write the calls the night's ledger does not hold yet; the result then counts only those.
+
+    A resumed investigation carries its checkpoint's calls: an earlier attempt wrote them (then they
+    are not this attempt's spend) or was killed first (then they are written and counted now).
+    """
     store = MetricsStore(home(ctx))
-    store.write_model_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate", result.model_calls)
-    store.write_tool_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate", result.tool_calls)
+    fresh = store.record_new_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate", result.model_calls)
+    old = [c for c in result.model_calls if c not in fresh]
+    upto = max((c.iteration for c in old), default=0)
+    tools = [t for t in result.tool_calls if t.iteration > upto]
+    if tools:
+        store.write_tool_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate-{fresh[0].started_at:%H%M%S%f}"
+                               if fresh else f"{result.fingerprint}-investigate", tools)
+    return result.model_copy(update={"model_calls": fresh, "tool_calls": tools, "tokens": sum((c.usage for c in fresh), TokenUsage()),
+                                     "cost_usd": round(sum(c.cost_usd for c in fresh), 6)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Any, Callable
 
@@ -59,8 +60,12 @@ def _describe_list(items: list) -> str:
     return f"{len(items)} {noun}"
 
 
+PROGRESS = logging.getLogger("nightwatch.progress")
+
+
 def run_step(report: RunReport, step: str, name: str, fn: Callable[..., Any], *args: Any, critical: bool = True) -> Any:
-    """Run a task (or a small inline step), append its outcome, and return its result."""
+    """Run a task (or a small inline step), append its outcome, and return its result; say so as it goes."""
+    PROGRESS.info("step %s %s …", step, name)
     try:
         if isinstance(fn, Task):
             state = fn(*args, return_state=True)
@@ -70,9 +75,11 @@ def run_step(report: RunReport, step: str, name: str, fn: Callable[..., Any], *a
             value, status = fn(*args), "ok"
     except Exception as exc:
         report.steps.append(StepOutcome(step=step, name=name, status="failed", detail=f"{type(exc).__name__}: {exc}"[:500]))
+        PROGRESS.warning("step %s %s FAILED: %s", step, name, report.steps[-1].detail)
         if critical:
             raise StepFailed(name, exc) from exc
         report.warnings.append(f"step {step} {name} failed: {exc}")
         return None
     report.steps.append(StepOutcome(step=step, name=name, status=status, detail=describe(value)))
+    PROGRESS.info("step %s %s %s: %s", step, name, status, report.steps[-1].detail)
     return value

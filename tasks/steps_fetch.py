@@ -9,8 +9,9 @@ from knowledge_store.index import load_index
 from knowledge_store.search import search_prior_knowledge
 from nightwatch.ignore import load_ignore_rules
 from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
+from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, pr_lookback, research_error
-from nightwatch.runtime import DEMO_IGNORE
+from nightwatch.runtime import DEMO_IGNORE, ConfigurationError
 from nightwatch.selection import Selection, select_errors
 from tasks._prefect import key, nightwatch_task
 from tasks.context import RunContext, home, runtime, settings_for
@@ -24,8 +25,13 @@ def load_knowledge(ctx: RunContext) -> dict:
 
 @nightwatch_task(name="connect")
 def connect(ctx: RunContext) -> list[SourceStatus]:
-    """Step 1: build clients; say which sources are live and which are offline defaults."""
-    return runtime(ctx).statuses
+    """Step 1: build clients; say which sources are live and which are offline defaults; verify what is cheap
+    to verify (a refused key, an unknown model or agent ends the night here, as a configuration error)."""
+    rt = runtime(ctx)
+    bad = problems(run_checks(settings_for(ctx), rt.statuses))
+    if bad:
+        raise ConfigurationError("; ".join(f"{c.name}: {c.detail}" for c in bad))
+    return rt.statuses
 
 
 def ignore_file_of(ctx: RunContext) -> str | None:

@@ -33,7 +33,7 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     index = rebuild_index(knowledge)
     store = MetricsStore(home(ctx))
     store.write_errors(ctx.run_id, ctx.run_date, selection.found, {e.fingerprint for e in selection.selected}, selection.ignored)
-    store.write_analyses(ctx.run_id, ctx.run_date, report.results)
+    store.write_analyses(ctx.run_id, ctx.run_date, report.results, attempt=ctx.attempt)
     store.write_knowledge_index(index)
     return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}"
 

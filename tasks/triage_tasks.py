@@ -11,9 +11,11 @@ from datetime import timedelta
 from pydantic import Field
 
 from knowledge_store.metrics import MetricsStore
+from nightwatch.agent.client import configuration_problem
 from nightwatch.batch_ledger import BatchLedger, LedgerStore, ledger_key
 from nightwatch.batches import BatchBackend, BatchRefused, build_batch_backend
-from nightwatch.models import ErrorGroup, Model, TraceData
+from nightwatch.models import ErrorGroup, Model, ModelCall, TraceData
+from nightwatch.redact import clean
 from nightwatch.research import ResearchContext
 from nightwatch.triage import TriageOutcome, known_prior, route, triage_direct, triage_params
 from nightwatch.triage_batch import PollPolicy, collect, submit_or_resume, wait_for_batches
@@ -41,17 +43,49 @@ def _triage_key(_c, p) -> str:
                sorted(p["research"].file_digests.items()))
 
 
-@nightwatch_task(name="triage_error", retries=2, retry_delay_seconds=10, cache_key_fn=_triage_key, cache_expiration=timedelta(days=2))
+class TriageFailed(RuntimeError):
+    """A triage call that gave no verdict: only its reason (a string) travels, never the SDK's exception or request."""
+
+    def __init__(self, reason: str, configuration: bool = False) -> None:
+        super().__init__(reason)
+        self.configuration = configuration
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.configuration))
+
+
+def _retry_unless_configuration(_task, _run, state) -> bool:
+    """A refused key or an unknown model will not get better by trying again."""
+    try:
+        cause = state.result(raise_on_failure=False)
+    except Exception:  # an unreadable result: retry, as for any failure
+        return True
+    return not (isinstance(cause, TriageFailed) and cause.configuration)
+
+
+@nightwatch_task(name="triage_error", retries=2, retry_delay_seconds=10, retry_condition_fn=_retry_unless_configuration,
+                 cache_key_fn=_triage_key, cache_expiration=timedelta(days=2))
 def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext) -> TriageOutcome:
-    """Known answers skip the model; everything else gets one cheap triage call within the API's limit."""
+    """Known answers skip the model; everything else gets one cheap triage call within the API's limit.
+
+    Every billed request is metered (answered, or `unconfirmed` when its answer was lost), even when the
+    call then fails; a failure is raised as TriageFailed, so it is neither cached nor stored with secrets.
+    """
     known, why = known_prior(research.prior_analyses, research.file_digests)
     if known is not None:
         return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, None, "knowledge", known, why))
     params = triage_params(error, traces, research.prior_analyses, settings_for(ctx).triage_model)
-    with api_call(ctx.run_id):
-        answer, call = triage_direct(runtime(ctx).model_client, params, ctx.run_id, error.fingerprint)
-    MetricsStore(home(ctx)).write_model_calls(ctx.run_id, ctx.run_date, f"{error.fingerprint}-triage", [call])
-    return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, answer, call.mode), call=call)
+    rows: list[ModelCall] = []
+    try:
+        with api_call(ctx.attempt_key):
+            answer, call = triage_direct(runtime(ctx).model_client, params, ctx.run_id, error.fingerprint, calls=rows)
+    except Exception as exc:
+        problem = configuration_problem(exc)
+        raise TriageFailed(problem or f"{type(exc).__name__}: {clean(str(exc), 300)[0]}", configuration=bool(problem)) from None
+    finally:
+        MetricsStore(home(ctx)).record_new_calls(ctx.run_id, ctx.run_date, f"{error.fingerprint}-triage", rows)
+    return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, answer, call.mode), call=call,
+                         extra_calls=[r for r in rows if r is not call])
 
 
 def batch_backend(ctx: RunContext) -> BatchBackend:

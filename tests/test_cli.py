@@ -33,7 +33,7 @@ def test_check_partial_credentials_exit_2_without_leaking(monkeypatch):
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-secret-token-value")
     result = runner.invoke(app, ["check", "--output", "json"])
     assert result.exit_code == 2
-    states = {s["name"]: s for s in json.loads(result.stdout)}
+    states = {s["name"]: s for s in json.loads(result.stdout)["sources"]}
     assert states["newrelic"]["state"] == "misconfigured" and "account id" in states["newrelic"]["detail"]
     assert states["slack"]["state"] == "misconfigured" and "channel" in states["slack"]["detail"]
     assert "SECRET" not in result.stdout and "xoxb" not in result.stdout

@@ -6,7 +6,8 @@ from nightwatch.agent.caching import hit_rate
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.loop import LoopConfig, run_agent
-from nightwatch.agent.policy import ContextPolicy
+from nightwatch.agent.policy import ContextPolicy, night_span_s, shared_ttl_for
+from nightwatch.pricing import cost_usd
 from tests.fakes.anthropic import FakeAnthropic, malformed, slow
 from tests.test_agent_loop import VALID, _case, _use
 
@@ -73,10 +74,21 @@ def test_four_breakpoints_move_with_the_conversation_and_the_cache_pays_back(tmp
     assert outcome.calls[0].usage.cache_write > 0
 
 
-def test_scheduled_runs_cache_for_an_hour(tmp_path):
-    outcome, bodies, _ = _run(tmp_path, policy=ContextPolicy(cache_ttl="1h"))
-    assert bodies[0]["system"][0]["cache_control"]["ttl"] == "1h"
-    assert outcome.calls[0].usage.cache_write > 0 and outcome.calls[0].cost_usd > 0
+def test_a_long_night_caches_only_the_shared_prefix_for_an_hour(tmp_path):
+    outcome, bodies, _ = _run(tmp_path, policy=ContextPolicy(shared_cache_ttl="1h"))
+    assert bodies[0]["system"][0]["cache_control"]["ttl"] == "1h" and bodies[0]["tools"][-1]["cache_control"]["ttl"] == "1h"
+    marked = [b["cache_control"]["ttl"] for m in bodies[0]["messages"] for b in m["content"] if isinstance(b, dict) and b.get("cache_control")]
+    assert marked and set(marked) == {"5m"}  # the research block and the turns are this investigation's alone
+    first = outcome.calls[0]
+    assert 0 < first.usage.cache_write_1h < first.usage.cache_write
+    five_minute_only = cost_usd(first.model, first.usage.model_copy(update={"cache_write_1h": 0}))
+    assert first.cost_usd > five_minute_only  # the hour is priced at 2x, the rest at 1.25x
+
+
+def test_the_shared_prefix_gets_an_hour_only_when_the_night_spans_more_than_five_minutes():
+    assert shared_ttl_for(night_span_s(deep=4, slots=4, typical_investigation_s=120)) == "5m"
+    assert shared_ttl_for(night_span_s(deep=12, slots=4, typical_investigation_s=120)) == "1h"
+    assert shared_ttl_for(night_span_s(deep=3, slots=4, typical_investigation_s=None)) == "5m"
 
 
 def test_a_malformed_body_interrupts_the_loop_and_keeps_what_was_metered(tmp_path):
@@ -85,7 +97,8 @@ def test_a_malformed_body_interrupts_the_loop_and_keeps_what_was_metered(tmp_pat
         fake.fail_at(2, malformed())
         outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner, _config(), first)
     assert outcome.interrupted and outcome.failure.startswith("model call failed at iteration 2")
-    assert len(outcome.calls) == 1 and outcome.calls[0].usage.cache_write > 0
+    assert len(outcome.calls) == 2 and outcome.calls[0].usage.cache_write > 0
+    assert outcome.calls[1].status == "unconfirmed" and outcome.calls[1].usage.input > 0  # the lost answer, estimated
 
 
 def test_a_slow_answer_times_out_and_the_sdk_retries_it(tmp_path):
@@ -94,4 +107,5 @@ def test_a_slow_answer_times_out_and_the_sdk_retries_it(tmp_path):
         fake.fail_next("POST", "/v1/messages", slow(2.0))
         outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2, timeout_s=0.5), runner, _config(), first)
         requests = len(fake.message_requests())
-    assert outcome.failure is None and requests == len(outcome.calls) + 1
+    assert outcome.failure is None and requests == len(outcome.calls)  # every request the server got is a row
+    assert outcome.calls[0].status == "unconfirmed" and all(c.status == "ok" for c in outcome.calls[1:])

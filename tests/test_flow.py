@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from flows.nightwatch import nightwatch_flow
-from nightwatch.ignore import InvalidIgnoreRules
+from nightwatch.ignore import InvalidIgnoreRules, load_ignore_rules
+from nightwatch.runtime import ConfigurationError
 from nightwatch.settings import DEMO_DIR
 from nightwatch.sources.base import SourceError
 from tasks.run_start import StepFailed
@@ -105,7 +106,10 @@ def test_invalid_ignore_rules_name_the_rule(nightwatch_home, tmp_path, monkeypat
     monkeypatch.setenv("NIGHTWATCH_IGNORE_FILE", str(rules))
     with pytest.raises(StepFailed) as failure:
         _night()
-    assert isinstance(failure.value.__cause__, InvalidIgnoreRules) and "(unclosed" in str(failure.value)
+    assert failure.value.step == "connect"  # checked before anything is fetched
+    assert isinstance(failure.value.__cause__, ConfigurationError) and "(unclosed" in str(failure.value)
+    with pytest.raises(InvalidIgnoreRules, match="unclosed"):  # the rules themselves say which rule is wrong
+        load_ignore_rules(rules)
 
 
 def test_five_megabyte_trace_is_truncated_with_a_note(nightwatch_home, tmp_path, monkeypatch):

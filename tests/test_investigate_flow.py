@@ -13,6 +13,7 @@ from prefect.states import Failed
 
 from flows.investigate import investigate_flow
 from flows.nightwatch import nightwatch_flow
+from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.models import ErrorGroup, StackFrame, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
@@ -98,7 +99,9 @@ def test_a_retried_task_resumes_from_its_checkpoint(nightwatch_home):
         result, state = one_error()
         bodies = fake.message_bodies()
     assert result.failure is None and result.analysis == baseline.analysis
-    assert [c.iteration for c in result.model_calls] == [c.iteration for c in baseline.model_calls]  # nothing redone
+    assert [c.iteration for c in result.model_calls] == [3, 4]  # the retry's own spend: iterations 1-2 were paid before
+    ledger = MetricsStore(nightwatch_home).recorded_calls(ctx.run_id, ctx.run_date)
+    assert sorted(call_id.split(":")[-1] for call_id, _ in ledger) == [str(c.iteration) for c in baseline.model_calls]  # each once
     assert len(bodies) == len(baseline.model_calls) + 1  # the failed call, then the retry's calls from iteration 3 on
     assert len(bodies[3]["messages"]) == len(bodies[2]["messages"])  # the retry sent what the failed call had sent
     assert state.is_completed()

@@ -104,7 +104,7 @@ def test_per_run_and_open_issue_limits_skip_with_a_reason(tmp_path: Path) -> Non
     results = [make_result(error_class=f"E{i}") for i in range(4)]
     outcomes = file_issues(results, tracker, "run-1", max_issues=2, open_limit=10, demo=False)
     assert [o.action for o in outcomes] == ["created", "created", "skipped", "skipped"]
-    assert outcomes[2].reason == "limit of 2 new issues per run reached"
+    assert outcomes[2].reason == "limit of 2 new issues per night reached"
     later = file_issues(results[2:], tracker, "run-2", max_issues=5, open_limit=3, demo=False)
     assert [o.action for o in later] == ["created", "skipped"]
     assert later[1].reason == "WIP limit: 3 open NightWatch issues (limit 3)"

@@ -51,7 +51,9 @@ def thinking_budget(base: int, complexity: str | None, iteration: int, max_itera
 def weighted_tokens(usage: TokenUsage, model: str, cache_ttl: str = "5m", batch: bool = False) -> float:
     """The call's cost in units of uncached input tokens."""
     price = price_for(model) if price_for(model).input else price_for(PRICED_AS)
-    tokens = (usage.input + usage.cache_write * CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25)
+    hour = min(usage.cache_write_1h, usage.cache_write)
+    rest_rate = CACHE_WRITE_MULTIPLIER["5m"] if hour else CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25)
+    tokens = (usage.input + (usage.cache_write - hour) * rest_rate + hour * CACHE_WRITE_MULTIPLIER["1h"]
               + usage.cache_read * CACHE_READ_MULTIPLIER + usage.output * price.output / price.input)
     return tokens * (BATCH_DISCOUNT if batch else 1.0)
 

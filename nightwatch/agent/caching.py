@@ -4,7 +4,8 @@ The API caches prefixes in the order tools, system, messages, and allows four br
 investigation uses them so that every call re-reads what the previous one wrote:
 
 1. the last tool definition (tools change only on a forced final turn),
-2. the system prompt (the agent definition),
+2. the system prompt (the agent definition); these two are the night's shared prefix, whose TTL
+   (`shared_cache_ttl`) may be an hour when the night's investigations span more than five minutes,
 3. the research block of the first message (prompts.py puts it there),
 4. the last block of the newest message, moving each turn, so the whole conversation so far is
    read from the cache by the next call and only the new turn is written.
@@ -28,14 +29,14 @@ def marker(ttl: str) -> dict[str, str]:
 def system_blocks(prompt: str, policy: ContextPolicy) -> list[dict[str, Any]]:
     block: dict[str, Any] = {"type": "text", "text": prompt}
     if policy.prompt_caching:
-        block["cache_control"] = marker(policy.cache_ttl)
+        block["cache_control"] = marker(policy.shared_cache_ttl)
     return [block]
 
 
 def tools_with_breakpoint(tools: list[dict[str, Any]], policy: ContextPolicy) -> list[dict[str, Any]]:
     if not policy.prompt_caching or not tools:
         return tools
-    return [*tools[:-1], {**tools[-1], "cache_control": marker(policy.cache_ttl)}]
+    return [*tools[:-1], {**tools[-1], "cache_control": marker(policy.shared_cache_ttl)}]
 
 
 def request_messages(history: list[dict[str, Any]], policy: ContextPolicy) -> list[dict[str, Any]]:

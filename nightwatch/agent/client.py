@@ -38,6 +38,21 @@ class AnthropicModelClient:
         return self.sdk.with_middleware(metering.AttemptWatch()).beta.messages.create(**params)
 
 
+_CONFIGURATION_ERRORS: tuple[tuple[type[Exception], str], ...] = (
+    (anthropic.AuthenticationError, "the Anthropic API key was refused (401): check ANTHROPIC_API_KEY"),
+    (anthropic.PermissionDeniedError, "the Anthropic API key may not use this model or feature (403)"),
+    (anthropic.NotFoundError, "the Anthropic API does not know this model (404): check NIGHTWATCH_MODEL / NIGHTWATCH_TRIAGE_MODEL"),
+)
+
+
+def configuration_problem(exc: BaseException) -> str | None:
+    """What to fix when a model call failed because of configuration (never worth a retry), else None."""
+    for kind, advice in _CONFIGURATION_ERRORS:
+        if isinstance(exc, kind):
+            return advice
+    return None
+
+
 def build_model_client(settings: Settings) -> ModelClient:
     """Claude when a key is configured, the deterministic offline model otherwise."""
     if settings.live_model:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from nightwatch.agent.budgets import RunBudget
 from nightwatch.agent.checkpoints import CheckpointStore
-from nightwatch.agent.client import ModelClient
+from nightwatch.agent.client import ModelClient, configuration_problem
 from nightwatch.agent.conversation import LoopState
 from nightwatch.agent.layers import ContextLayers
 from nightwatch.agent.policy import ContextPolicy
@@ -87,9 +87,10 @@ def run_agent(client: ModelClient, runner: ToolRunner, config: LoopConfig, first
     outcome.iterations = state.iteration
     try:
         _loop(layers, runner, config, state, outcome)
-    except Exception as exc:  # after the SDK's own retries: record, never raise past the error
-        outcome.failure = f"model call failed at iteration {state.iteration + 1}: {type(exc).__name__}: {exc}"
-        outcome.interrupted = True
+    except Exception as exc:  # after the SDK's own retries: record the reason (a string), never raise past the error
+        problem = configuration_problem(exc)
+        outcome.failure = f"model call failed at iteration {state.iteration + 1}: " + (problem or f"{type(exc).__name__}: {exc}")
+        outcome.interrupted = problem is None  # a configuration error is not worth resuming
     outcome.wrap_reason, outcome.wrapped_up = state.wrap_reason, "budget" in state.wrap_reason
     outcome.checkpoint_id, outcome.decisions = layers.last_checkpoint, state.decisions
     return outcome

@@ -69,6 +69,7 @@ def usage_of(response: Any) -> TokenUsage:
         cache_write=u.cache_creation_input_tokens or 0,
         cache_read=u.cache_read_input_tokens or 0,
         thinking=sum(estimate_text(b.thinking) for b in response.content if b.type == "thinking"),
+        cache_write_1h=getattr(getattr(u, "cache_creation", None), "ephemeral_1h_input_tokens", 0) or 0,
     )
     for step in getattr(u, "iterations", None) or []:
         if step.type == "compaction":

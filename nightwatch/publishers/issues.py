@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from itertools import islice
@@ -32,6 +33,16 @@ class TrackedIssue(BaseModel):
     url: str
     state: str
     title: str
+    opened_by_run: str | None = None  # the night whose marker the issue's body carries
+
+
+_RUN_MARKER = re.compile(r"<!-- nightwatch:run=(\S+) -->")
+
+
+def opened_by(body: str | None) -> str | None:
+    """The night that opened an issue, from the run marker in its body (not in its comments)."""
+    match = _RUN_MARKER.search((body or "").split(COMMENTS_HEADING)[0])
+    return match.group(1) if match else None
 
 
 class IssueTracker(Protocol):
@@ -77,7 +88,8 @@ class GitHubIssueTracker(GitHubRepoAdapter):
             listing = self.repository.get_issues(state="all", labels=[self.label], sort="created", direction="desc")
             for issue in islice(listing, MAX_ISSUES_SCANNED):
                 if not _is_pull(issue.html_url) and carries(issue.body, marker):
-                    return TrackedIssue(number=issue.number, url=issue.html_url, state=issue.state, title=issue.title)
+                    return TrackedIssue(number=issue.number, url=issue.html_url, state=issue.state, title=issue.title,
+                                        opened_by_run=opened_by(issue.body))
         return None
 
     def create_issue(self, title: str, body: str, labels: list[str], fingerprint: str) -> TrackedIssue:
@@ -129,8 +141,9 @@ class FileIssueTracker:
         write_atomic(self._index_path, json.dumps({"issues": issues}, indent=2) + "\n")
 
     def _tracked(self, entry: dict) -> TrackedIssue:
-        return TrackedIssue(number=entry["number"], url=(self.root / entry["file"]).resolve().as_uri(),
-                            state=entry["state"], title=entry["title"])
+        path = self.root / entry["file"]
+        return TrackedIssue(number=entry["number"], url=path.resolve().as_uri(), state=entry["state"], title=entry["title"],
+                            opened_by_run=opened_by(path.read_text(encoding="utf-8")) if path.is_file() else None)
 
     def find_by_fingerprint(self, fingerprint: str) -> TrackedIssue | None:
         entry = next((e for e in self._index() if e["fingerprint"] == fingerprint), None)
@@ -171,7 +184,7 @@ class _IssueBudget:
 
     def refusal(self, tracker: IssueTracker) -> str | None:
         if self.created >= self.max_issues:
-            return f"limit of {self.max_issues} new issues per run reached"
+            return f"limit of {self.max_issues} new issues per night reached"
         if self.open_now is None:
             self.open_now = tracker.open_issue_count(LABEL)
         if self.open_now >= self.open_limit:
@@ -200,10 +213,15 @@ def file_issues(
 ) -> list[CreatedIssueResult]:
     """Create or comment, in the given order, within the per-run and WIP limits; one failure skips one error."""
     budget = _IssueBudget(max_issues, open_limit)
+    found = {r.fingerprint: _existing(tracker, r) for r in results}
+    budget.created = sum(1 for issue in found.values() if isinstance(issue, TrackedIssue) and issue.opened_by_run == run_id)
     outcomes = []
     for result in results:
         try:
-            filed = _file_one(result, tracker, run_id, demo, budget)
+            issue = found[result.fingerprint]
+            if isinstance(issue, CodeHostError):
+                raise issue
+            filed = _file_one(result, issue, tracker, run_id, demo, budget)
         except CodeHostError as exc:
             filed = _Filed(_outcome(result, "skipped", reason=f"error: {exc}"), issue_body(result, run_id, demo))
         if report_dir is not None:
@@ -212,8 +230,19 @@ def file_issues(
     return outcomes
 
 
-def _file_one(result: ErrorAnalysisResult, tracker: IssueTracker, run_id: str, demo: bool, budget: _IssueBudget) -> _Filed:
-    existing = tracker.find_by_fingerprint(result.fingerprint)
+def _existing(tracker: IssueTracker, result: ErrorAnalysisResult) -> TrackedIssue | CodeHostError | None:
+    try:
+        return tracker.find_by_fingerprint(result.fingerprint)
+    except CodeHostError as exc:  # costs this error its issue, not the others theirs
+        return exc
+
+
+def _file_one(result: ErrorAnalysisResult, existing: TrackedIssue | None, tracker: IssueTracker, run_id: str, demo: bool,
+              budget: _IssueBudget) -> _Filed:
+    if existing and existing.opened_by_run == run_id:  # an earlier attempt of this night opened it (counted in the cap)
+        outcome = _outcome(result, "unchanged", existing, f"opened by this night ({run_id}) already")
+        outcome.opened_by_night = True
+        return _Filed(outcome, issue_body(result, run_id, demo))
     if existing:
         comment = occurrence_comment(result, run_id, issue_state=existing.state)
         added = tracker.add_comment(existing.number, comment, run_marker(run_id))
@@ -221,12 +250,16 @@ def _file_one(result: ErrorAnalysisResult, tracker: IssueTracker, run_id: str, d
         reason = "" if added else f"run {run_id} already reported this occurrence"
         return _Filed(_outcome(result, action, existing, reason), comment)
     body = issue_body(result, run_id, demo)
+    if result.failed:
+        return _Filed(_outcome(result, "skipped", reason=f"analysis failed: {result.failure}"), body)
     refusal = budget.refusal(tracker)
     if refusal:
         return _Filed(_outcome(result, "skipped", reason=refusal), body)
     issue = tracker.create_issue(issue_title(result), body, _labels(result, demo), result.fingerprint)
     budget.spend()
-    return _Filed(_outcome(result, "created", issue), body)
+    outcome = _outcome(result, "created", issue)
+    outcome.opened_by_night = True
+    return _Filed(outcome, body)
 
 
 def _labels(result: ErrorAnalysisResult, demo: bool) -> list[str]:

@@ -21,6 +21,7 @@ from nightwatch.render.summary import (
     analysed,
     confidence_of,
     counts_text,
+    failure_lines,
     has_followup,
     money,
     one_line,
@@ -28,6 +29,7 @@ from nightwatch.render.summary import (
     route_of,
     run_labels,
     shorten,
+    status_line,
     title_of,
     token_parts,
     window_text,
@@ -110,7 +112,7 @@ def report_blocks(report: RunReport) -> list[Block]:
     blocks = [header(_headline(report)), context(*_labels(report)), section(f"*Errors:* {counts_text(report)}")]
     if report.sources:
         blocks.append(context(*(f"{escape(s.name)}: *{STATE_LABELS[s.state]}*" for s in report.sources)))
-    blocks += _findings(report) + _patterns(report) + _ignore_suggestions(report) + _warnings(report)
+    blocks += _failures(report) + _findings(report) + _patterns(report) + _ignore_suggestions(report) + _warnings(report)
     blocks += [divider(), _footer(report)]
     return cap_blocks(blocks)
 
@@ -118,15 +120,28 @@ def report_blocks(report: RunReport) -> list[Block]:
 def fallback_text(report: RunReport) -> str:
     """The notification text (and what screen readers read) when blocks are not shown."""
     labels = "".join(f" [{label}]" for label in run_labels(report))
+    failed = f", {report.errors_failed} FAILED" if report.errors_failed else ""
     return (
-        f"NightWatch {window_text(report.window)}: {len(analysed(report))} errors analysed "
+        f"NightWatch {window_text(report.window)}: {len(analysed(report))} errors analysed{failed} "
         f"({report.errors_found} found, {report.errors_selected} selected){labels}"
     )
 
 
 def _headline(report: RunReport) -> str:
     prefix = "[DEMO] " if report.demo_data else ""
-    return f"{prefix}NightWatch nightly report: {len(analysed(report))} errors analysed"
+    failed = f", {report.errors_failed} failed" if report.errors_failed else ""
+    return f"{prefix}NightWatch nightly report: {len(analysed(report))} errors analysed{failed}"
+
+
+def _failures(report: RunReport) -> list[Block]:
+    """First thing after the counts: a night that did not do its job says so, error by error."""
+    if report.succeeded:
+        return []
+    lines = [f"• {prod(line, 400)}" for line in failure_lines(report)[:10]]
+    lines += [f"• step {escape(step)} failed" for step in report.steps_failed]
+    more = report.errors_failed - 10
+    text = f"*:rotating_light: {escape(status_line(report))}*\n" + "\n".join(lines) + (f"\n…and {more} more" if more > 0 else "")
+    return [divider(), section(fit(text))]
 
 
 def _labels(report: RunReport) -> list[str]:

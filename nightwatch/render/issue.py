@@ -195,7 +195,10 @@ def occurrence_comment(result: ErrorAnalysisResult, run_id: str, issue_state: st
     if issue_state == "closed":
         lines.append("This issue is closed, but the error happened again. Reopen it if the fix did not hold.")
     analysis = result.analysis
-    if analysis and analysis.root_cause:
+    if result.failed:
+        lines.append(f"**Tonight's analysis failed:** {_one_line(prose(result.failure or '', 500))}. "
+                     "The next run of this window tries again.")
+    elif analysis and analysis.root_cause:
         lines.append(f"Latest analysis ({analysis.confidence} confidence): {_one_line(prose(analysis.root_cause, 1_000))}")
     return "\n\n".join(lines) + "\n\n" + hidden(run_marker(run_id)) + "\n"
 

@@ -14,6 +14,7 @@ from nightwatch.render.summary import (
     analysed,
     confidence_of,
     counts_text,
+    failure_lines,
     has_followup,
     money,
     one_line,
@@ -21,6 +22,7 @@ from nightwatch.render.summary import (
     route_of,
     run_labels,
     shorten,
+    status_line,
     title_of,
     token_parts,
     window_text,
@@ -47,6 +49,7 @@ def report_markdown(report: RunReport) -> str:
     """The whole night as Markdown."""
     sections = [
         _header(report),
+        _failures(report),
         _sources(report),
         _steps(report),
         _errors(report),
@@ -74,6 +77,13 @@ def _header(report: RunReport) -> list[str]:
     details += [f"**Agent** {md(report.agent)}"] if report.agent else []
     details += [f"**Model** {md(report.model)}"] if report.model else []
     return lines + ([""] if run_labels(report) else []) + [" · ".join(details)]
+
+
+def _failures(report: RunReport) -> list[str]:
+    if report.succeeded:
+        return []
+    lines = [f"> **{md(status_line(report))}**", ""]
+    return lines + [f"- {md(line)}" for line in failure_lines(report)]
 
 
 def _sources(report: RunReport) -> list[str]:

@@ -72,16 +72,36 @@ def _when(moment: datetime) -> str:
 
 
 def analysed(report: RunReport) -> list[ErrorAnalysisResult]:
-    """Results that got an answer from somewhere (model, cache, knowledge base or triage), in rank order."""
-    return [r for r in report.results if r.source != "skipped"]
+    """Results that got an answer from somewhere (model, cache, knowledge base or triage), in rank order.
+
+    A failed analysis is not among them, whatever triage guessed: it is listed with its reason instead."""
+    return [r for r in report.results if r.source != "skipped" and not r.failed]
 
 
 def funnel_text(report: RunReport) -> str:
-    """How the night narrowed production down: found, ignored, selected, analysed."""
+    """How the night narrowed production down: found, ignored, selected, analysed (and failed)."""
+    failed = f" · {report.errors_failed:,} FAILED" if report.errors_failed else ""
     return (
         f"{report.errors_found:,} found · {report.errors_ignored:,} ignored · "
-        f"{report.errors_selected:,} selected · {len(analysed(report)):,} analysed"
+        f"{report.errors_selected:,} selected · {len(analysed(report)):,} analysed{failed}"
     )
+
+
+def status_line(report: RunReport) -> str:
+    """One line that says whether the night did its job; the exit code follows it."""
+    if report.succeeded:
+        return f"NightWatch {report.run_id}: ok, {len(analysed(report))} of {report.errors_selected} errors analysed"
+    parts = []
+    if report.errors_failed:
+        parts.append(f"{report.errors_failed} of {report.errors_selected} analyses failed")
+    if report.steps_failed:
+        parts.append(f"step(s) failed: {', '.join(report.steps_failed)}")
+    return f"NightWatch {report.run_id}: FAILED: {'; '.join(parts)}"
+
+
+def failure_lines(report: RunReport, limit: int = 300) -> list[str]:
+    """One line per failed analysis: which error, and why."""
+    return [f"{one_line(r.error.label, 100)}: {one_line(reason, limit)}" for r, reason in report.failures()]
 
 
 def reuse_text(report: RunReport) -> str:
@@ -98,6 +118,8 @@ def route_of(result: ErrorAnalysisResult) -> str:
 
 
 def confidence_of(result: ErrorAnalysisResult) -> str:
+    if result.failed:
+        return "failed"
     if result.analysis:
         return result.analysis.confidence
     return result.verdict.confidence if result.verdict else "-"
@@ -108,7 +130,9 @@ def title_of(result: ErrorAnalysisResult) -> str:
 
 
 def root_cause_of(result: ErrorAnalysisResult) -> str:
-    """The best statement of the cause: the analysis, else triage's guess, else why it failed."""
+    """The best statement of the cause: the analysis, else why it failed, else triage's guess."""
+    if result.failed:
+        return f"analysis failed: {safe(result.failure)}"
     if result.analysis and result.analysis.root_cause:
         return safe(result.analysis.root_cause)
     if result.verdict and result.verdict.likely_root_cause:
@@ -159,6 +183,7 @@ def text_summary(report: RunReport, color: bool = False) -> str:
     paint = _painter(color)
     sections = [
         _header(report, paint),
+        _failed(report, paint),
         _sources(report, paint),
         _steps(report, paint),
         _errors_table(report),
@@ -187,6 +212,13 @@ def _header(report: RunReport, paint: Paint) -> list[str]:
         lines.append(f"model   {report.model}")
     lines += [paint(f"*** {label} ***", "yellow") for label in run_labels(report)]
     return lines
+
+
+def _failed(report: RunReport, paint: Paint) -> list[str]:
+    if report.succeeded:
+        return []
+    lines = [paint(status_line(report), "red")]
+    return lines + _bullets(failure_lines(report))
 
 
 def _sources(report: RunReport, paint: Paint) -> list[str]:
@@ -243,7 +275,7 @@ _CODE_TOOLS = ("read_file", "search_code", "list_directory")
 
 def context_table(report: RunReport) -> list[str]:
     """Per investigation: iterations, tokens by kind, cache hit rate, context edits, compactions, cost."""
-    rows = [(rank, r) for rank, r in enumerate(report.results, 1) if r.iterations and r.run_id == report.run_id]
+    rows = [(rank, r) for rank, r in enumerate(report.results, 1) if r.iterations and r.source != "cache"]
     if not rows:
         return []
     lines = ["Context per investigation",
@@ -255,7 +287,7 @@ def context_table(report: RunReport) -> list[str]:
         lines.append(_CONTEXT_ROW.format(rank, r.iterations, f"{t.input:,}", f"{t.output:,}", f"{t.cache_write:,}", f"{t.cache_read:,}",
                                          f"{t.cache_read / prompt:.0%}" if prompt else "-", sum(c.edits_applied for c in calls),
                                          f"{sum(c.tokens_cleared for c in calls):,}", sum(c.compactions for c in calls), money(r.cost_usd)))
-    code = [c for r in report.results if r.run_id == report.run_id for c in r.tool_calls if c.name in _CODE_TOOLS]
+    code = [c for r in report.results if r.source != "cache" for c in r.tool_calls if c.name in _CODE_TOOLS]
     if code:
         lines.append(f"    code cache: {sum(c.cached for c in code):,} of {len(code):,} reads answered from the cache "
                      f"({sum(c.cached for c in code) / len(code):.0%})")

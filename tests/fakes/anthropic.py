@@ -57,11 +57,14 @@ class GenericModel:
 
     The tool is the one `tool_choice` forces, else the only one offered, else the offered tools in turn
     (by the number of assistant turns already in the conversation). Scripted content, if any, comes first.
+    `prefer` is how it fills a choice (see schema_fill.fill): "first" (the default) takes the first enum value
+    and false, "last" the last enum value and true; it may be changed between requests.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, prefer: str = "first") -> None:
         self.scripted: deque[list[dict]] = deque()
         self.seen: list[dict] = []
+        self.prefer = prefer
         self._ids = itertools.count(1)
 
     def respond(self, request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -72,7 +75,7 @@ class GenericModel:
         if tool is None:
             return [{"type": "text", "text": "No tool to call."}]
         return [{"type": "tool_use", "id": f"toolu_generic_{next(self._ids):06d}", "name": tool["name"],
-                 "input": fill(tool.get("input_schema") or {"type": "object"})}]
+                 "input": fill(tool.get("input_schema") or {"type": "object"}, prefer=self.prefer)}]
 
     @staticmethod
     def choose(request: dict[str, Any]) -> dict[str, Any] | None:
@@ -90,10 +93,12 @@ class GenericModel:
 
 
 class FakeAnthropic(FakeHTTPServer):
-    def __init__(self, api_key: str = API_KEY, model_name: str | None = None, *, generic: bool = False) -> None:
+    def __init__(self, api_key: str = API_KEY, model_name: str | None = None, *, generic: bool = False,
+                 known_models: set[str] | None = None) -> None:
         super().__init__()
         self.api_key = api_key
         self.model_name = model_name
+        self.known_models = known_models  # None: every model exists; else others answer 404 not_found_error
         self.brain: _Brain | GenericModel = GenericModel() if generic else _Brain()
         self.api = EmulatedMessagesAPI(self.brain)
         self.summary_faults = 0  # the next N summary requests (record_summary) fail with a 500
@@ -127,9 +132,19 @@ class FakeAnthropic(FakeHTTPServer):
     def _authorised(self, req: Request) -> bool:
         return req.headers.get("x-api-key") == self.api_key or req.headers.get("authorization") == f"Bearer {self.api_key}"
 
-    def _messages(self, req: Request) -> Reply:
+    def _refusal(self, req: Request) -> Reply | None:
+        """What the API answers before reading a request: a wrong key (401), an unknown model (404)."""
         if not self._authorised(req):
             return Reply(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+        model = (req.json() or {}).get("model")
+        if self.known_models is not None and model not in self.known_models:
+            return Reply(404, {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model}"}})
+        return None
+
+    def _messages(self, req: Request) -> Reply:
+        refused = self._refusal(req)
+        if refused is not None:
+            return refused
         self._seen += 1
         if self._seen in self._faults_at:
             return self._faults_at.pop(self._seen)
@@ -149,6 +164,9 @@ class FakeAnthropic(FakeHTTPServer):
         return Reply(200, message, {"request-id": "req_fake"})
 
     def _count(self, req: Request) -> Reply:
+        refused = self._refusal(req)
+        if refused is not None:
+            return refused
         body = req.json()
         return Reply(200, {"input_tokens": EstimatingCounter().count(system=body.get("system"), messages=body["messages"],
                                                                      tools=body.get("tools"))})

@@ -4,7 +4,8 @@
 `enum` value or the `const`, strings of `minLength` characters, numbers at their `minimum`, arrays of
 `minItems` items, the first branch of `anyOf`/`oneOf`, every branch of `allOf` merged. With
 `optional=True` every declared property is filled too and arrays get at least one item, so nested
-schemas are exercised. It knows nothing of NightWatch.
+schemas are exercised. With `prefer="last"` a choice takes the other end: the last `enum` value and
+`true` for booleans (a model that says yes, the most serious answer, "unknown"). It knows nothing of NightWatch.
 """
 
 from __future__ import annotations
@@ -12,27 +13,30 @@ from __future__ import annotations
 from typing import Any
 
 FILLER = "x"
+PREFERENCES = ("first", "last")
 
 
-def fill(schema: Any, *, optional: bool = False, root: dict[str, Any] | None = None) -> Any:
+def fill(schema: Any, *, optional: bool = False, root: dict[str, Any] | None = None, prefer: str = "first") -> Any:
+    if prefer not in PREFERENCES:
+        raise ValueError(f"prefer must be one of {PREFERENCES}, not {prefer!r}")
     root = schema if root is None and isinstance(schema, dict) else root
     if not isinstance(schema, dict):  # a boolean schema: `true` accepts anything
         return None
     if "$ref" in schema:
-        return fill(_resolve(schema["$ref"], root or {}), optional=optional, root=root)
+        return fill(_resolve(schema["$ref"], root or {}), optional=optional, root=root, prefer=prefer)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
-        return schema["enum"][0]
+        return schema["enum"][-1 if prefer == "last" else 0]
     for key in ("anyOf", "oneOf"):
         if schema.get(key):
-            return fill(schema[key][0], optional=optional, root=root)
+            return fill(schema[key][0], optional=optional, root=root, prefer=prefer)
     if schema.get("allOf"):
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for part in schema["allOf"]:
             merged = _merge(merged, part)
-        return fill(merged, optional=optional, root=root)
-    return _by_type(schema, _type_of(schema), optional, root)
+        return fill(merged, optional=optional, root=root, prefer=prefer)
+    return _by_type(schema, _type_of(schema), optional, root, prefer)
 
 
 def _type_of(schema: dict[str, Any]) -> str | None:
@@ -46,22 +50,22 @@ def _type_of(schema: dict[str, Any]) -> str | None:
     return kind
 
 
-def _by_type(schema: dict[str, Any], kind: str | None, optional: bool, root: dict[str, Any] | None) -> Any:
+def _by_type(schema: dict[str, Any], kind: str | None, optional: bool, root: dict[str, Any] | None, prefer: str) -> Any:
     if kind == "object":
         properties = schema.get("properties", {})
         names = list(properties) if optional else []
         names += [n for n in schema.get("required", []) if n not in names]
-        return {n: fill(properties.get(n, {}), optional=optional, root=root) for n in names}
+        return {n: fill(properties.get(n, {}), optional=optional, root=root, prefer=prefer) for n in names}
     if kind == "array":
-        prefix = [fill(s, optional=optional, root=root) for s in schema.get("prefixItems", [])]
+        prefix = [fill(s, optional=optional, root=root, prefer=prefer) for s in schema.get("prefixItems", [])]
         count = max(schema.get("minItems", 0), 1 if optional else 0, len(prefix)) - len(prefix)
-        return prefix + [fill(schema.get("items", {}), optional=optional, root=root) for _ in range(count)]
+        return prefix + [fill(schema.get("items", {}), optional=optional, root=root, prefer=prefer) for _ in range(count)]
     if kind == "string":
         return FILLER * schema.get("minLength", 0)
     if kind in ("integer", "number"):
         return _number(schema, kind)
     if kind == "boolean":
-        return False
+        return prefer == "last"
     return None  # "null", or an empty schema that accepts anything
 
 

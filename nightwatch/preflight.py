@@ -1,0 +1,120 @@
+"""Checks that cost seconds before a night that would cost minutes: run by `nightwatch check` and at the
+start of every `nightwatch run`, before Prefect starts.
+
+Each check is a `Check`: what was checked, whether it passed, and what to do if it did not. A failed
+`fatal` check is a configuration error (exit 2). The Anthropic key is verified with one
+`count_tokens` call per configured model (free, and it also proves the model name exists); an API
+that cannot be reached is a warning, since the night's own retries may still get through.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nightwatch.models import SourceStatus
+from nightwatch.settings import Settings
+
+PROBE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fatal: bool = True
+
+    @property
+    def state(self) -> str:
+        return "ok" if self.ok else ("error" if self.fatal else "warning")
+
+
+def run_checks(settings: Settings, statuses: list[SourceStatus], *, probe_api: bool = True) -> list[Check]:
+    """Every cheap check, in the order a person would fix them."""
+    checks = [_sources(statuses), _writable("NIGHTWATCH_HOME", settings.resolved_home())]
+    prefect_home = os.environ.get("PREFECT_HOME")
+    checks.append(_writable("PREFECT_HOME", Path(prefect_home) if prefect_home else settings.resolved_home() / "prefect"))
+    checks += [_agent(settings.agent), _ignore_file(settings)]
+    if probe_api and settings.live_model:
+        checks += anthropic_checks(settings)
+    return checks
+
+
+def problems(checks: list[Check]) -> list[Check]:
+    return [c for c in checks if not c.ok and c.fatal]
+
+
+def _sources(statuses: list[SourceStatus]) -> Check:
+    bad = [f"{s.name}: {s.detail}" for s in statuses if s.state == "misconfigured"]
+    if bad:
+        return Check("sources", False, "set all of a service's settings, or none: " + "; ".join(bad))
+    return Check("sources", True, ", ".join(f"{s.name} {s.state}" for s in statuses))
+
+
+def _writable(label: str, folder: Path) -> Check:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".nightwatch-check-"):
+            pass
+    except OSError as exc:
+        return Check(label, False, f"{folder} is not writable ({exc.strerror or exc}); set {label} to a writable folder")
+    return Check(label, True, str(folder))
+
+
+def _agent(name: str) -> Check:
+    from nightwatch.agent.definitions import AgentDefinitionError, list_definitions, load_definition
+
+    try:
+        definition = load_definition(name)
+    except AgentDefinitionError as exc:
+        try:
+            known = ", ".join(d.name for d in list_definitions())
+        except AgentDefinitionError:
+            known = "none readable"
+        return Check("agent", False, f"{exc} (known agents: {known})")
+    return Check("agent", True, f"{definition.name} ({len(definition.tools)} tools)")
+
+
+def _ignore_file(settings: Settings) -> Check:
+    from nightwatch.ignore import InvalidIgnoreRules, load_ignore_rules
+
+    if settings.ignore_file is None:
+        return Check("ignore rules", True, "none configured")
+    try:
+        rules = load_ignore_rules(Path(settings.ignore_file))
+    except InvalidIgnoreRules as exc:
+        return Check("ignore rules", False, str(exc))
+    return Check("ignore rules", True, f"{len(rules)} rules in {settings.ignore_file}")
+
+
+def anthropic_checks(settings: Settings, client: Any = None) -> list[Check]:
+    """One count_tokens call per configured model: a refused key or an unknown model is caught in seconds."""
+    import anthropic
+
+    from nightwatch.agent.client import configuration_problem
+
+    assert settings.anthropic_api_key is not None
+    sdk = client or anthropic.Anthropic(api_key=settings.anthropic_api_key.get_secret_value(), base_url=settings.anthropic_base_url,
+                                        max_retries=1, timeout=PROBE_TIMEOUT_S)
+    where = settings.anthropic_base_url or "the Anthropic API"
+    checks = []
+    for model in dict.fromkeys([settings.model, settings.triage_model]):
+        try:
+            sdk.messages.count_tokens(model=model, messages=[{"role": "user", "content": "ping"}])
+        except anthropic.APIStatusError as exc:
+            problem = configuration_problem(exc)
+            if problem:
+                return checks + [Check("anthropic", False, f"{problem} (model {model}, {where})")]
+            checks.append(Check("anthropic", False, f"{where} answered {exc.status_code} for model {model}; the night may fail",
+                                fatal=False))
+        except anthropic.APIError as exc:  # unreachable or timed out: the night's own retries may still get through
+            checks.append(Check("anthropic", False, f"{where} could not be reached ({type(exc).__name__}); the night may fail",
+                                fatal=False))
+            return checks
+        else:
+            checks.append(Check("anthropic", True, f"key accepted; model {model} known ({where})"))
+    return checks

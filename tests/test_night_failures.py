@@ -1,0 +1,57 @@
+"""A night whose model is down fails loudly, caches nothing, and the next run of the window does the work."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from flows.nightwatch import nightwatch_flow
+from tests.fakes.anthropic import FakeAnthropic, overloaded
+from tests.fakes.http import Reply, Request
+
+pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
+UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
+
+
+class DownFake(FakeAnthropic):
+    """Answers 529 to every Messages request while `down` is set."""
+
+    down = True
+
+    def _messages(self, req: Request) -> Reply:
+        return overloaded() if self.down else super()._messages(req)
+
+
+def _rows(home: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_a_night_with_the_model_down_fails_loudly_and_the_next_run_analyses_every_error(nightwatch_home, monkeypatch):
+    with DownFake() as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", fake.api_key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_MAX_RETRIES", "0")
+        down = nightwatch_flow(until=UNTIL, max_errors=3)
+        deep = [r for r in down.results if r.verdict and r.verdict.route == "deep"]
+        assert deep and down.errors_failed == len(deep) and not down.succeeded
+        assert all(r.failed and ("529" in r.failure or "Overloaded" in r.failure) for r in deep)
+        slack = json.loads((Path(down.reports_dir) / "slack" / "report.json").read_text())
+        assert f"{down.errors_failed} failed" in json.dumps(slack) and "Overloaded" in json.dumps(slack)
+        assert not list((nightwatch_home / "knowledge" / "errors").glob("*.md"))  # no failure kept as knowledge
+        assert _rows(nightwatch_home, "select errors_failed from runs") == [(down.errors_failed,)]
+
+        fake.down = False
+        healthy = nightwatch_flow(until=UNTIL, max_errors=3)
+    assert healthy.run_id == down.run_id  # the same window is the same night
+    assert healthy.succeeded and healthy.errors_failed == 0
+    assert healthy.count_source("cache") == 0  # nothing failed was cached as an answer
+    assert all(r.analysis is not None for r in healthy.results if r.verdict.route in ("deep", "simple"))
+    assert _rows(nightwatch_home, "select count(*), sum(errors_failed) from runs") == [(1, 0)]  # one row per night
