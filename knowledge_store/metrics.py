@@ -287,14 +287,18 @@ class MetricsStore:
         rows = [error_row(run_id, e, selected, ignored) for e in errors]
         return self._write_run_part("errors", run_id, run_date, "errors", rows)
 
-    def write_run(self, report: RunReport) -> Path:
-        """The night's row, replaced by each attempt: the night's spend from the ledger, its attempts counted."""
-        folder = self.run_folder("runs", report.run_id, report.started_at)
+    def write_run(self, report: RunReport, run_date: RunDate | None = None) -> Path:
+        """The night's row, replaced by each attempt: the night's spend from the ledger, its attempts counted.
+
+        `run_date` is the night's partition (the date its window ends, as for every other table of the
+        night); without it, the day the report started."""
+        day = run_date or report.started_at
+        folder = self.run_folder("runs", report.run_id, day)
         previous = pq.read_table(folder / "run.parquet").to_pylist() if (folder / "run.parquet").is_file() else []
         attempts = (previous[0].get("attempts") or 1) + 1 if previous else 1
-        night = self.night_spend(report.run_id, report.started_at)
+        night = self.night_spend(report.run_id, day)
         row = run_row(report, night if night.calls else None, attempts)
-        return self._write_run_part("runs", report.run_id, report.started_at, "run", [row])
+        return self._write_run_part("runs", report.run_id, day, "run", [row])
 
     def night_spend(self, run_id: str, run_date: RunDate) -> NightSpend:
         """Every call the night's ledger holds, whichever attempt made it."""

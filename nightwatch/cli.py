@@ -164,6 +164,22 @@ def check(
         raise typer.Exit(2)
 
 
+@app.command()
+def doctor(
+    check_only: bool = typer.Option(False, "--check", help="Only report what is damaged; change nothing."),
+) -> None:
+    """Check NIGHTWATCH_HOME: damaged knowledge documents and Parquet files are quarantined, a damaged index is
+    rebuilt, a damaged views file removed. Exit 1 when something was (or, with --check, is) damaged."""
+    from knowledge_store.doctor import check_home
+
+    home = _settings().resolved_home()
+    findings = check_home(home, repair=not check_only)
+    for finding in findings:
+        typer.echo(finding.line())
+    typer.echo(f"{home}: {len(findings)} problem(s)" + (" found" if check_only else " repaired") if findings else f"{home}: healthy")
+    raise typer.Exit(1 if findings else 0)
+
+
 @agents_app.command("list")
 def agents_list() -> None:
     """List the agent definitions NightWatch can use."""

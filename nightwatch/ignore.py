@@ -11,6 +11,10 @@ An ignore file is YAML with one list:
 Matching is case-sensitive; a regex rule can say `(?i)` itself. Every rule needs a reason, so a
 reader of the file knows why an error is hidden. A broken file is an error that names the file, the
 rule and the problem, never a silently shorter list.
+
+Regex rules run on the `regex` engine with a time limit per match, over at most MATCH_CHARS of each
+field: a catastrophic pattern such as `(a+)+$` against a long crafted message costs one time-out and
+a warning, after which the rule is switched off for the rest of the night, never a hung night.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+import regex
 import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -27,6 +32,8 @@ from nightwatch.models import ErrorGroup
 MatchKind = Literal["contains", "exact", "prefix", "regex"]
 FieldName = Literal["error_class", "message", "transaction", "any"]
 _FIELDS: tuple[str, ...] = ("error_class", "message", "transaction")
+MATCH_CHARS = 16_384  # a field longer than this is matched on its first MATCH_CHARS characters
+MATCH_TIMEOUT_S = 0.25  # per regex search; a rule that times out once is off for the rest of the night
 
 
 class InvalidIgnoreRules(Exception):
@@ -42,7 +49,8 @@ class IgnoreRule(BaseModel):
     match: MatchKind = "contains"
     field: FieldName = "any"
     reason: str
-    _regex: re.Pattern[str] | None = PrivateAttr(default=None)
+    _regex: Any = PrivateAttr(default=None)
+    _timed_out: str | None = PrivateAttr(default=None)
 
     @field_validator("pattern", "reason")
     @classmethod
@@ -55,8 +63,8 @@ class IgnoreRule(BaseModel):
     def _compile(self) -> IgnoreRule:
         if self.match == "regex":
             try:
-                self._regex = re.compile(self.pattern)
-            except re.error as exc:
+                self._regex = regex.compile(self.pattern, flags=regex.VERSION0)
+            except (regex.error, re.error) as exc:
                 raise ValueError(f"invalid regex {self.pattern!r}: {exc}") from None
         return self
 
@@ -64,14 +72,29 @@ class IgnoreRule(BaseModel):
         fields = _FIELDS if self.field == "any" else (self.field,)
         return any(self._matches_text(getattr(error, name) or "") for name in fields)
 
+    @property
+    def timed_out(self) -> str | None:
+        """Why this rule was switched off for the night (its regex ran past the time limit), if it was."""
+        return self._timed_out
+
     def _matches_text(self, text: str) -> bool:
         if self.match == "exact":
             return text == self.pattern
         if self.match == "prefix":
             return text.startswith(self.pattern)
         if self.match == "regex":
-            return self._regex is not None and self._regex.search(text) is not None
+            return self._search(text[:MATCH_CHARS])
         return self.pattern in text
+
+    def _search(self, text: str) -> bool:
+        if self._regex is None or self._timed_out:
+            return False
+        try:
+            return self._regex.search(text, timeout=MATCH_TIMEOUT_S) is not None
+        except TimeoutError:
+            self._timed_out = (f"ignore rule {self.pattern!r} ({self.reason}) took over {MATCH_TIMEOUT_S:g} s on a "
+                               f"{len(text):,}-character text and is off for the rest of this night: simplify its regex")
+            return False
 
 
 def load_ignore_rules(path: Path | None) -> list[IgnoreRule]:

@@ -6,10 +6,11 @@ RunReport, and they validate whatever crosses a boundary (NerdGraph, the model, 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
 from nightwatch.fingerprint import fingerprint_of
 
@@ -24,6 +25,26 @@ SourceState = Literal["live", "offline", "misconfigured"]
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _storable(value: object) -> object:
+    """Production text that every writer can store: lone surrogates and NUL/control characters replaced.
+
+    One crafted error (a NUL in its class, a lone surrogate in its message) must cost a replacement
+    character, never the night: Parquet, YAML and JSON writers refuse such strings.
+    """
+    if not isinstance(value, str):
+        return value
+    if value.isascii() and not _UNSAFE_CHARS.search(value):
+        return value
+    text = value.encode("utf-8", errors="replace").decode("utf-8")  # lone surrogates become '?'
+    return _UNSAFE_CHARS.sub("\N{REPLACEMENT CHARACTER}", text)
+
+
+StorableText = Annotated[str, BeforeValidator(_storable)]
 
 
 class Window(Model):
@@ -48,13 +69,13 @@ class Window(Model):
 class ErrorGroup(Model):
     """One production error: an error class in a transaction, with its occurrence count."""
 
-    error_class: str
-    transaction: str
-    message: str = ""
+    error_class: StorableText
+    transaction: StorableText
+    message: StorableText = ""
     occurrences: int = 0
     first_seen: datetime | None = None
     last_seen: datetime | None = None
-    app_name: str = ""
+    app_name: StorableText = ""
     http_status: int | None = None
     rank_score: float = 0.0
 
@@ -81,9 +102,9 @@ class ErrorGroup(Model):
 
 
 class StackFrame(Model):
-    file: str
+    file: StorableText
     line: int | None = None
-    method: str = ""
+    method: StorableText = ""
     in_app: bool = False
 
     def render(self) -> str:
@@ -97,7 +118,7 @@ class TraceData(Model):
     fingerprint: str
     transaction_errors: list[dict] = Field(default_factory=list)
     stack_frames: list[StackFrame] = Field(default_factory=list)
-    stack_trace: str = ""
+    stack_trace: StorableText = ""
     truncated: bool = False
     notes: list[str] = Field(default_factory=list)
 

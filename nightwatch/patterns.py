@@ -20,8 +20,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
+import regex
 import yaml
 
+from nightwatch.ignore import MATCH_CHARS, MATCH_TIMEOUT_S
 from nightwatch.models import DetectedPattern, ErrorAnalysisResult, IgnoreSuggestion
 from nightwatch.redact import redact
 
@@ -305,10 +307,10 @@ def _text_matches(pattern: str, match: str, text: str) -> bool:
         return text == pattern
     if match == "prefix":
         return text.startswith(pattern)
-    if match == "regex":
+    if match == "regex":  # the same bounded engine and cap as the ignore rules themselves
         try:
-            return re.search(pattern, text) is not None
-        except re.error:
+            return regex.search(pattern, text[:MATCH_CHARS], timeout=MATCH_TIMEOUT_S) is not None
+        except (regex.error, re.error, TimeoutError):
             return False
     return pattern in text
 

@@ -24,6 +24,7 @@ class Selection(Model):
 def select_errors(source: ErrorSource, window: Window, rules: list[IgnoreRule], max_errors: int, now: datetime) -> Selection:
     batch = source.fetch_errors(window)
     kept, ignored = apply_ignore_rules(batch.errors, rules)
+    slow = [rule.timed_out for rule in rules if rule.timed_out]
     ranked = rank_errors(kept, now)
     return Selection(
         source=source.name,
@@ -31,7 +32,7 @@ def select_errors(source: ErrorSource, window: Window, rules: list[IgnoreRule], 
         found=batch.errors,
         ignored={e.fingerprint: f"{rule.pattern} ({rule.reason})" for e, rule in ignored},
         selected=select_top(ranked, max_errors),
-        warnings=batch.warnings,
+        warnings=batch.warnings + slow,
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from knowledge_store.index import load_index
+from knowledge_store.doctor import check_index, quarantine_documents
+from knowledge_store.index import KnowledgeIndexError, load_index
 from knowledge_store.search import search_prior_knowledge
 from nightwatch.ignore import load_ignore_rules
 from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
@@ -19,8 +20,15 @@ from tasks.context import RunContext, home, runtime, settings_for
 
 @nightwatch_task(name="load_knowledge")
 def load_knowledge(ctx: RunContext) -> dict:
-    """Step 0: open the knowledge store and its index."""
-    return load_index(home(ctx) / "knowledge")
+    """Step 0: open the knowledge store and its index; a damaged index is rebuilt and damaged documents
+    are quarantined (reported in the log and by `nightwatch doctor`), so the night goes on."""
+    try:
+        return load_index(home(ctx) / "knowledge")
+    except KnowledgeIndexError as exc:
+        for finding in quarantine_documents(home(ctx)) + check_index(home(ctx)):
+            print(f"knowledge store repaired: {finding.line()}")
+        print(f"knowledge index was damaged ({exc}); rebuilt")
+        return load_index(home(ctx) / "knowledge")
 
 
 @nightwatch_task(name="connect")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import duckdb
+
+from knowledge_store.doctor import check_views_file, quarantine_documents, quarantine_parquet
 from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
 from knowledge_store.duck import refresh_views
 from knowledge_store.index import load_index, rebuild_index
@@ -20,6 +23,7 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     """Step 12: knowledge documents, their index, and the night's metrics; idempotent per run_id."""
     knowledge = home(ctx) / "knowledge"
     written = 0
+    repaired = [f.line() for f in quarantine_documents(home(ctx))]  # a damaged document must not stop the writes
     if not ctx.dry_run:
         for result in report.results:
             if result.analysis is not None and result.source in ("model", "triage") and result.run_id == ctx.run_id:
@@ -35,7 +39,8 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     store.write_errors(ctx.run_id, ctx.run_date, selection.found, {e.fingerprint for e in selection.selected}, selection.ignored)
     store.write_analyses(ctx.run_id, ctx.run_date, report.results, attempt=ctx.attempt)
     store.write_knowledge_index(index)
-    return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}"
+    note = f"; quarantined {len(repaired)} damaged document(s): {'; '.join(repaired)}" if repaired else ""
+    return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}{note}"
 
 
 @nightwatch_task(name="detect_patterns")
@@ -55,5 +60,12 @@ def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None)
 @nightwatch_task(name="record_run")
 def record_run(ctx: RunContext, report: RunReport) -> str:
     """The run's own row, then the DuckDB views analysts query."""
-    MetricsStore(home(ctx)).write_run(report)
-    return str(refresh_views(home(ctx)))
+    MetricsStore(home(ctx)).write_run(report, ctx.run_date)
+    try:
+        return str(refresh_views(home(ctx)))
+    except duckdb.Error as exc:  # a damaged Parquet file must not break the views for every later query
+        moved = quarantine_parquet(home(ctx)) + check_views_file(home(ctx))
+        if not moved:
+            raise
+        print(f"views failed ({exc}); quarantined: {'; '.join(f.line() for f in moved)}")
+        return f"{refresh_views(home(ctx))} (after quarantining {len(moved)} damaged file(s))"

@@ -43,6 +43,14 @@ def _night(monkeypatch: pytest.MonkeyPatch, max_retries: int | None) -> tuple[Ru
     return report, proxy, received
 
 
+def _query(home: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
 def _ledger(home: Path) -> dict[str, int]:
     """Rows by status, from the analysts' view (nightwatch.duckdb) and from the Parquet files: they must agree.
 
@@ -115,6 +123,8 @@ def test_the_same_faults_without_sdk_retries_surface_as_failures_and_are_still_m
 
     assert report.succeeded is (not failed)
     assert sum(rows.values()) == proxy.upstream_answered
+    night = _query(nightwatch_home, "select model_calls, errors_failed from runs")
+    assert night == [(sum(rows.values()), len(failed))]  # the night's row counts every call of every attempt
     assert rows.get("unconfirmed", 0) == lost == 3 and set(rows) <= {"ok", "unconfirmed"}
     analyze = next(s for s in report.steps if s.name == "analyze")
     assert ("FAILED" in analyze.detail) is bool(failed), analyze.detail  # the report says so, with each failure's reason

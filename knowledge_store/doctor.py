@@ -1,0 +1,112 @@
+"""Damaged local state is moved aside, reported and rebuilt, never allowed to sink a night.
+
+    findings = check_home(home, repair=True)    # `nightwatch doctor` (--check to only look)
+
+What it looks at, and what repair means:
+- knowledge documents whose frontmatter does not parse: moved to `quarantine/<UTC time>/knowledge/…`,
+  then the index is rebuilt from the documents that remain;
+- `knowledge/index.yml` that does not load: rebuilt from the documents (it is derived data);
+- Parquet files under `metrics/` that do not open (truncated, not Parquet): moved to
+  `quarantine/<UTC time>/metrics/…` so the views over the rest work again;
+- `nightwatch.duckdb` that does not open: removed (it holds only views; the next night recreates it).
+
+A night calls the pieces it needs where the damage would otherwise stop it (steps 0, 12 and the
+views); `nightwatch doctor` runs them all on demand.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc
+from knowledge_store.index import KnowledgeIndexError, load_index, rebuild_index
+
+QUARANTINE = "quarantine"
+
+
+@dataclass(frozen=True)
+class Finding:
+    what: str  # the file, relative to the home
+    problem: str
+    action: str  # what was done (or would be, with repair off)
+
+    def line(self) -> str:
+        return f"{self.what}: {self.problem} -> {self.action}"
+
+
+def check_home(home: Path, repair: bool = True) -> list[Finding]:
+    home = Path(home)
+    findings = quarantine_documents(home, repair) + check_index(home, repair, rebuild=False)
+    if repair and any(f.what.startswith("knowledge/") for f in findings):
+        rebuild_index(home / "knowledge")
+    return findings + quarantine_parquet(home, repair) + check_views_file(home, repair)
+
+
+def quarantine_documents(home: Path, repair: bool = True) -> list[Finding]:
+    findings = []
+    for folder in (ERRORS_DIR, PATTERNS_DIR):
+        for path in sorted((home / "knowledge" / folder).glob("*.md")):
+            try:
+                read_doc(path)
+            except KnowledgeDocError as exc:
+                findings.append(_quarantine(home, path, exc.problem, repair))
+    return findings
+
+
+def check_index(home: Path, repair: bool = True, rebuild: bool = True) -> list[Finding]:
+    """An index.yml that does not load is rebuilt from the documents (it holds nothing else)."""
+    knowledge = home / "knowledge"
+    try:
+        load_index(knowledge)
+    except KnowledgeIndexError as exc:
+        if repair and rebuild:
+            rebuild_index(knowledge)
+        return [Finding("knowledge/index.yml", str(exc).split(";")[0], "rebuilt from the documents" if repair else "rebuild")]
+    return []
+
+
+def quarantine_parquet(home: Path, repair: bool = True) -> list[Finding]:
+    findings = []
+    for path in sorted((home / "metrics").glob("**/*.parquet")):
+        try:
+            pq.read_metadata(path)
+        except Exception as exc:  # pyarrow raises several kinds for a damaged file; all mean "unreadable"
+            findings.append(_quarantine(home, path, f"not a readable Parquet file ({type(exc).__name__})", repair))
+    return findings
+
+
+def check_views_file(home: Path, repair: bool = True) -> list[Finding]:
+    path = home / "nightwatch.duckdb"
+    if not path.exists():
+        return []
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():  # an analyst has it open: that is not damage
+            return []
+        return _drop_views(path, str(exc), repair)
+    except duckdb.Error as exc:
+        return _drop_views(path, str(exc), repair)
+    return []
+
+
+def _drop_views(path: Path, problem: str, repair: bool) -> list[Finding]:
+    if repair:
+        path.unlink(missing_ok=True)
+    return [Finding(path.name, f"does not open ({problem[:160]})", "removed; the views are recreated" if repair else "remove")]
+
+
+def _quarantine(home: Path, path: Path, problem: str, repair: bool) -> Finding:
+    relative = path.relative_to(home).as_posix()
+    if not repair:
+        return Finding(relative, problem, "quarantine")
+    target = home / QUARANTINE / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}" / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), target)
+    return Finding(relative, problem, f"moved to {target.relative_to(home).as_posix()}")
