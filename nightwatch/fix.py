@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 
 from pydantic import BaseModel, Field
 
@@ -16,13 +17,26 @@ from nightwatch.codehosts.base import CodeHost, CodeHostError, digest_bytes, saf
 from nightwatch.models import CONFIDENCE_RANK, Analysis, ErrorAnalysisResult, FileChange
 
 MAX_FILES_PER_FIX = 10
-_REFUSED_DIRS = {".github", ".gitlab", ".circleci", ".buildkite", ".ci", ".husky"}
+# Every CI system's folders, and folders whose files run with the repository's privileges.
+_REFUSED_DIRS = {".github", ".gitlab", ".gitea", ".forgejo", ".woodpecker", ".circleci", ".buildkite", ".tekton", ".ci",
+                 ".husky", ".devcontainer", ".semaphore", ".harness", ".teamcity", ".azure-pipelines",
+                 ".aws", ".ssh", ".gnupg", "migrate", "migrations", "alembic"}
 _REFUSED_NAMES = [
-    ".gitlab-ci.yml", "jenkinsfile", ".travis.yml", "azure-pipelines.yml", "bitbucket-pipelines.yml", ".drone.yml",
-    "appveyor.yml", "buildkite*", ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*",
-    "credentials*", "secrets*", ".netrc", ".npmrc", ".pypirc",
+    # CI and build systems
+    ".gitlab-ci.yml", "jenkinsfile", "jenkinsfile.*", "*.jenkinsfile", ".travis.yml", "azure-pipelines.yml", "azure-pipelines.yaml",
+    "bitbucket-pipelines.yml", ".drone.yml", ".drone.yaml", "appveyor.yml", ".appveyor.yml", "buildkite*", ".woodpecker.yml",
+    ".woodpecker.yaml", "cloudbuild.yaml", "cloudbuild.yml", "cloudbuild.json", "codemagic.yaml", "bitrise.yml", "wercker.yml",
+    ".cirrus.yml", "tekton*.yaml", "taskcluster.yml", ".taskcluster.yml", "buildspec.yml", "makefile", "rakefile",
+    # containers and environment
+    "dockerfile", "dockerfile.*", "*.dockerfile", "containerfile", "docker-compose*.yml", "docker-compose*.yaml",
+    "compose.yml", "compose.yaml", ".dockerignore", ".envrc", ".gitmodules", ".gitattributes", ".pre-commit-config.yaml",
+    # secrets and credentials
+    ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx", "id_rsa*", "id_dsa*",
+    "id_ecdsa*", "id_ed25519*", "*.ppk", "credentials*", "secrets*", "*.secret", "*.secrets", ".netrc", ".npmrc",
+    ".pypirc", ".git-credentials", "master.key", "*.tfvars", "*.tfstate", "htpasswd", ".htpasswd",
 ]
-_REFUSED_PATHS = ["config/master.key", "config/credentials*"]
+_REFUSED_PATHS = ["config/master.key", "config/credentials*", "config/database.yml", "config/secrets.yml",
+                  "db/schema.rb", "db/structure.sql", "*/migrations/*", "db/migrate/*"]
 
 
 class FixRejected(Exception):
@@ -51,6 +65,14 @@ def refused_reason(path: str) -> str | None:
     return None
 
 
+def confidence_gate(analysis: Analysis, minimum: str) -> str | None:
+    """Why a fix of this confidence opens no PR, or None when it clears the minimum."""
+    if CONFIDENCE_RANK[analysis.confidence] >= CONFIDENCE_RANK.get(minimum, CONFIDENCE_RANK["high"]):
+        return None
+    return (f"the analysis is {analysis.confidence} confidence; a draft PR needs {minimum} or above "
+            "(NIGHTWATCH_PR_MIN_CONFIDENCE); the proposed change stays in the issue")
+
+
 def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     """Apply the analysis' edits to the host's current files in memory; refuse anything unsafe or ambiguous."""
     if not analysis.has_fix or not analysis.file_changes:
@@ -60,7 +82,7 @@ def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     originals: dict[str, str | None] = {}
     updated: dict[str, str] = {}
     for change in analysis.file_changes:
-        path = _checked_path(change.path)
+        path = checked_path(change.path, host)
         if path not in originals:
             originals[path] = _current_text(host, path)
         current = updated.get(path, originals[path])
@@ -75,15 +97,34 @@ def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     )
 
 
-def _checked_path(raw: str) -> str:
+def checked_path(raw: str, host: CodeHost | None = None) -> str:
+    """The path as named and as it resolves (a symlinked folder such as `ci -> .github/workflows` is
+    judged by where it leads): both must be allowed."""
     try:
         path = safe_relative_path(raw)
     except CodeHostError as exc:
         raise FixRejected(f"refused {raw!r}: {exc}") from exc
-    reason = refused_reason(path)
-    if reason:
-        raise FixRejected(f"refused {path}: {reason}")
+    for candidate in dict.fromkeys([path, resolved_path(host, path)]):
+        if candidate is None:
+            raise FixRejected(f"refused {path}: it resolves outside the repository")
+        reason = refused_reason(candidate)
+        if reason:
+            where = "" if candidate == path else f" (it resolves to {candidate})"
+            raise FixRejected(f"refused {path}{where}: {reason}")
     return path
+
+
+def resolved_path(host: CodeHost | None, path: str) -> str | None:
+    """Where a repository path leads once symlinks are followed (repository-relative), None when it leaves the
+    repository. A host without a local checkout (the GitHub API) is taken at its word."""
+    root = getattr(host, "root", None)
+    if root is None:
+        return path
+    real = os.path.realpath(os.path.join(root, path))
+    base = os.path.realpath(root)
+    if real != base and not real.startswith(base + os.sep):
+        return None
+    return os.path.relpath(real, base).replace(os.sep, "/")
 
 
 def _current_text(host: CodeHost, path: str) -> str | None:

@@ -11,16 +11,25 @@ from nightwatch.redact import fence
 from nightwatch.research import ResearchContext
 
 
+def single_line(text: str, limit: int = 300) -> str:
+    """An untrusted field on one line: it cannot open a new heading, fake a field or close a fence."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def error_header(error: ErrorGroup, traces: TraceData) -> str:
-    top = traces.in_app_frames[0].render() if traces.in_app_frames else "none (no application frame in the trace)"
+    top = single_line(traces.in_app_frames[0].render()) if traces.in_app_frames else "none (no application frame in the trace)"
+    fields = "\n".join([
+        f"Error class: {single_line(error.error_class)}",
+        f"Transaction: {single_line(error.transaction)}",
+        f"Top in-app frame: {top}",
+    ])
     lines = [
         "## Error",
-        f"Error class: {error.error_class}",
-        f"Transaction: {error.transaction}",
+        fence("error fields", fields),
         f"Occurrences: {error.occurrences}" + (f" (last seen {error.last_seen:%Y-%m-%d %H:%M} UTC)" if error.last_seen else ""),
         f"HTTP status: {error.http_status or 'n/a'}",
         f"Fingerprint: {error.fingerprint}",
-        f"Top in-app frame: {top}",
         "Message:",
         fence("error message", error.message or "(empty)"),
     ]
@@ -44,11 +53,10 @@ def priors_section(priors: list[PriorAnalysis]) -> str:
         "the root cause may differ this time.",
     ]
     for i, p in enumerate(priors, 1):
-        out.append(
-            f"### Prior analysis #{i} (match {p.match_score:.0%})\n- Error: `{p.error_class}` in `{p.transaction}`\n"
-            f"- Root cause: {p.root_cause}\n- Confidence: {p.fix_confidence}; had fix: {'yes' if p.has_fix else 'no'}\n"
-            f"- Summary: {p.summary[:500]}"
-        )
+        known = (f"Error: {single_line(p.error_class)} in {single_line(p.transaction)}\n"
+                 f"Root cause: {single_line(p.root_cause, 600)}\nSummary: {single_line(p.summary, 500)}")
+        out.append(f"### Prior analysis #{i} (match {p.match_score:.0%}; confidence {p.fix_confidence}; "
+                   f"had fix: {'yes' if p.has_fix else 'no'})\n" + fence("prior analysis", known))
     return "\n".join(out)
 
 
@@ -69,7 +77,8 @@ def research_section(ctx: ResearchContext, cross_error: list[str] | None = None)
     if section:
         out.append(section)
     if cross_error:
-        out.append("## Errors already analysed in this run\n" + "\n".join(f"- {c}" for c in cross_error))
+        out.append("## Errors already analysed in this run\n"
+                   + fence("earlier analyses", "\n".join(f"- {single_line(c, 400)}" for c in cross_error)))
     return "\n\n".join(out)
 
 

@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     max_errors: int = 8
     max_issues: int = 3
     open_issue_limit: int = Field(default=10, description="WIP limit: no new issues while this many are open.")
+    pr_min_confidence: Literal["high", "medium", "low"] = Field(
+        default="high", description="A draft PR is opened only for a fix at or above this confidence; below it the "
+                                    "proposed change stays in the issue.")
     mode: Literal["batch", "interactive"] = "interactive"
     agent: str = "base-analyzer"
     dry_run: bool = False

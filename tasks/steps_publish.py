@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
+from nightwatch.fix import FixRejected, choose_best_fix, confidence_gate, validate_fix
 from nightwatch.models import CorrelatedPR, CreatedIssueResult, CreatedPRResult, ErrorAnalysisResult, RunReport
 from nightwatch.publishers.issues import file_issues as file_issues_core
 from nightwatch.publishers.pull_requests import propose_fix as propose_fix_core
@@ -70,6 +70,9 @@ def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list
     if best is None:
         return None
     rt = runtime(ctx)
+    gate = confidence_gate(best.analysis, settings_for(ctx).pr_min_confidence)  # type: ignore[arg-type]
+    if gate:
+        return CreatedPRResult(fingerprint=best.fingerprint, action="skipped", reason=f"no PR: {gate}")
     try:
         fix = validate_fix(best.analysis, rt.host)  # type: ignore[arg-type]
     except FixRejected as exc:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
+from nightwatch.fix import FixRejected, choose_best_fix, confidence_gate, refused_reason, validate_fix
 from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, FileChange
 
 ORDER = "class Order\n  def total\n    items.sum(&:price)\n  end\n\n  def total_cents\n    total * 100\n  end\nend\n"
@@ -119,3 +120,33 @@ def test_choose_best_fix_prefers_confidence_then_occurrences() -> None:
     assert choose_best_fix([low_many, result("E", "medium", 1)]).error.error_class == "E"
     assert choose_best_fix([no_fix, ErrorAnalysisResult(run_id="r1", error=no_fix.error)]) is None
     assert choose_best_fix([]) is None
+
+
+def test_a_symlinked_folder_is_judged_by_where_it_leads(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / ".github" / "workflows" / "ci.yml").write_text("on: push\njobs: {}\n")
+    (repo / "ci").symlink_to(".github/workflows")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=t", "commit", "-qm", "x"], check=True)
+    analysis = Analysis(title="t", reasoning="r", root_cause="c", has_fix=True, confidence="high",
+                        file_changes=[FileChange(path="ci/ci.yml", before="jobs: {}", after="jobs: {evil: 1}")])
+    with pytest.raises(FixRejected, match=r"resolves to \.github/workflows/ci\.yml"):
+        validate_fix(analysis, LocalRepoHost(repo))
+
+
+@pytest.mark.parametrize("path", [
+    ".gitea/workflows/x.yml", ".forgejo/workflows/x.yml", ".woodpecker/ci.yml", ".woodpecker.yml", "cloudbuild.yaml",
+    ".tekton/pipeline.yaml", ".buildkite/pipeline.yml", ".circleci/config.yml", "Jenkinsfile", "Dockerfile",
+    "docker/app.Dockerfile", ".envrc", ".gitmodules", "config/database.yml", "db/migrate/20260101_add.rb",
+    "app/migrations/0001_initial.py", "config/credentials/production.key", ".env.production", "deploy/id_ed25519",
+])
+def test_every_ci_system_container_secret_and_migration_is_protected(path):
+    assert refused_reason(path), path
+
+
+def test_the_confidence_gate():
+    analysis = Analysis(title="t", reasoning="r", root_cause="c", has_fix=True, confidence="medium")
+    assert "NIGHTWATCH_PR_MIN_CONFIDENCE" in confidence_gate(analysis, "high")
+    assert confidence_gate(analysis, "medium") is None and confidence_gate(analysis.model_copy(update={"confidence": "high"}), "high") is None

@@ -42,7 +42,7 @@ def test_issue_text_is_redacted_defused_and_carries_markers() -> None:
     assert body.rstrip().endswith(f"<!-- nightwatch:fingerprint={result.fingerprint} -->\n<!-- nightwatch:run=run-1 -->")
     assert "Demo data" in body and "Demo data" not in issue_body(result, "run-1", demo=False)
     assert "````" in body  # the fence outgrows the backticks in the message
-    assert "@\u200bguest" in body  # no accidental mention
+    assert "@\u2060guest" in body  # no accidental mention
     for section in ("## Error", "## Root cause", "## Reasoning", "## Proposed changes", "## Next steps", "## Confidence"):
         assert section in body
     assert "`claude-sonnet-4-6`" in body and "4 iterations" in body

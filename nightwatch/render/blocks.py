@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nightwatch.models import CreatedIssueResult, CreatedPRResult, ErrorAnalysisResult, RunReport
+from nightwatch.render.neutral import no_links, no_mentions
 from nightwatch.render.summary import (
     DEMO_LABEL,
     DRY_RUN_LABEL,
@@ -50,13 +51,13 @@ def escape(text: str) -> str:
 
 
 def prod(text: str | None, limit: int) -> str:
-    """Production text for mrkdwn: one line, redacted, shortened, then escaped."""
-    return escape(one_line(text, limit))
+    """Production text for mrkdwn: one line, redacted, shortened, escaped, no mention or link left live."""
+    return no_links(no_mentions(escape(one_line(text, limit))))
 
 
 def code(text: str | None, limit: int) -> str:
-    """Production text as an inline code span; a backtick inside would end the span early."""
-    return "`" + prod(text, limit).replace("`", "'") + "`"
+    """Production text as an inline code span (kept copy-pasteable); a backtick inside would end the span early."""
+    return "`" + escape(one_line(text, limit)).replace("`", "'") + "`"
 
 
 def fit(text: str, limit: int = MAX_SECTION) -> str:
@@ -169,9 +170,9 @@ def _finding_text(rank: int, r: ErrorAnalysisResult) -> str:
     where = f"{code(r.error.error_class, 120)} in {code(r.error.transaction, 160)}"
     stats = f"{r.error.occurrences:,} occurrences · {r.iterations} iterations · {r.tokens.total:,} tokens · {money(r.cost_usd)}"
     return (
-        f"*{rank}. {escape(one_line(title_of(r), 200))}*\n{where}\n"
+        f"*{rank}. {prod(title_of(r), 200)}*\n{where}\n"
         f"{icon} route *{route_of(r)}*{reason} · confidence *{confidence_of(r)}* · from {r.source}\n"
-        f"{stats}\n>{escape(shorten(one_line(root_cause_of(r), 2400), 2000))}"
+        f"{stats}\n>{prod(root_cause_of(r), 2000)}"
     )
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-from nightwatch.fix import ValidatedFix
+from nightwatch.fix import FixRejected, ValidatedFix, checked_path
 from nightwatch.models import ErrorAnalysisResult, FileChange
 from nightwatch.redact import clean
+from nightwatch.render.neutral import no_links, no_mentions, visible
 
 TITLE_LIMIT = 120
 BODY_LIMIT = 60_000  # GitHub refuses bodies over 65,536 characters
@@ -37,12 +38,12 @@ def hidden(marker: str) -> str:
 def safe(text: str | None, limit: int = 4_000) -> str:
     """Redacted, printable, capped, and unable to forge a hidden marker."""
     cleaned, _ = clean(text or "", limit)
-    return cleaned.replace("<!--", "<!\u200b--")
+    return visible(cleaned).replace("<!--", "<!\u2060--")
 
 
 def prose(text: str | None, limit: int = 4_000) -> str:
-    """Safe text for outside code blocks: @mentions neutralised too."""
-    return _MENTION.sub("@\u200b", safe(text, limit))
+    """Safe text for outside code blocks: @mentions, links and images neutralised too."""
+    return no_links(no_mentions(safe(text, limit)))
 
 
 def code(text: str) -> str:
@@ -132,12 +133,23 @@ def _changes_section(changes: list[FileChange]) -> str:
         return ""
     blocks = ["## Proposed changes"]
     for change in changes:
-        head = f"### {code(change.path)} ({change.action})"
-        blocks.append(head + (f"\n{prose(change.description, 1_000)}" if change.description else ""))
+        refused = _refusal(change.path)
+        head = f"### {code(change.path)} ({change.action})" + (" — **refused, not part of any PR**" if refused else "")
+        blocks.append(head + (f"\n> {prose(refused, 300)}" if refused else "")
+                      + (f"\n{prose(change.description, 1_000)}" if change.description else ""))
         excerpt = _change_excerpt(change)
         if excerpt:
             blocks.append(fenced(excerpt, "diff"))
     return "\n\n".join(blocks)
+
+
+def _refusal(path: str) -> str | None:
+    """Why NightWatch will never make this change itself (CI, secrets, migrations…), if it will not."""
+    try:
+        checked_path(path)
+    except FixRejected as exc:
+        return str(exc)
+    return None
 
 
 def _change_excerpt(change: FileChange) -> str:

@@ -7,6 +7,7 @@ Same content as the terminal summary, laid out as tables. Production text is mad
 from __future__ import annotations
 
 from nightwatch.models import CreatedIssueResult, CreatedPRResult, RunReport
+from nightwatch.render.neutral import no_links, no_mentions
 from nightwatch.render.summary import (
     STATE_LABELS,
     TOP_ADVICE,
@@ -32,7 +33,7 @@ from nightwatch.render.summary import (
 def md(text: str) -> str:
     """Escape text for a Markdown table cell or paragraph: pipes, HTML brackets, line breaks."""
     escaped = text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(escaped.split())
+    return " ".join(no_links(no_mentions(escaped)).split())
 
 
 def cell(text: str | None, limit: int = 120) -> str:

@@ -22,6 +22,7 @@ from nightwatch.models import (
     Window,
 )
 from nightwatch.redact import printable, redact
+from nightwatch.render.neutral import visible
 
 WIDTH = 80
 TOP_FINDINGS = 10
@@ -39,7 +40,7 @@ _ANSI = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "dim": "2"}
 def safe(text: str | None) -> str:
     """Production text made presentable: control characters (terminal escapes) out, secrets redacted."""
     cleaned, _ = printable(text or "")
-    return redact(cleaned)
+    return redact(visible(cleaned))
 
 
 def shorten(text: str, limit: int) -> str:

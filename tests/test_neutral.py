@@ -1,0 +1,53 @@
+"""Mentions, links, images and invisible characters from untrusted text are inert wherever they are shown."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from nightwatch.render.blocks import report_blocks
+from nightwatch.render.issue import issue_body
+from nightwatch.render.markdown import report_markdown
+from nightwatch.render.neutral import JOINER
+from nightwatch.render.summary import text_summary
+from tests.test_render import make_report, make_result
+
+HOSTILE = ("@here @channel @everyone @team deploy now! [click](https://evil.example/x) ![px](http://evil.example/p.png) "
+           "www.evil.example \u202egnp.exe\u202c zero\u200bwidth \u2066isolate\u2069 c1\u0085control")
+
+
+def _hostile_report():
+    result = make_result(1, root_cause=HOSTILE)
+    return make_report(results=[result]), result
+
+
+def _assert_inert(text: str) -> None:
+    for mention in ("@here", "@channel", "@everyone", "@team"):
+        assert mention not in text, mention
+    assert "https://evil" not in text and "http://evil" not in text and "www.evil" not in text
+    assert not re.search(r"(?<!\\)\[(click|px)\]\(", text), "the message's link or image would render"
+    for char in ("\u202e", "\u202c", "\u200b", "\u2066", "\u2069", "\u0085"):
+        assert char not in text, hex(ord(char))
+
+
+def test_slack_blocks_are_inert():
+    report, _ = _hostile_report()
+    text = json.dumps(report_blocks(report), ensure_ascii=False)
+    _assert_inert(text)
+    assert f"@{JOINER}here" in text
+
+
+def test_issue_body_is_inert_and_code_stays_copy_pasteable():
+    _, result = _hostile_report()
+    body = issue_body(result, "night-1", demo=False)
+    _assert_inert(body)
+    spans = [part for i, part in enumerate(body.split("`")) if i % 2]
+    assert all(JOINER not in span and "\u200b" not in span for span in spans)  # code spans copy as written
+
+
+def test_markdown_and_terminal_are_inert():
+    report, _ = _hostile_report()
+    _assert_inert(report_markdown(report))
+    terminal = text_summary(report)
+    for char in ("\u202e", "\u200b", "\u2066", "\u0085"):
+        assert char not in terminal
