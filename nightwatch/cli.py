@@ -76,7 +76,7 @@ def run(
 
     environment.configure(settings.resolved_home())
     log = run_log.start(settings.resolved_home())
-    report = _run_flow(log, hours, max_errors, max_issues, dry_run, mode.value, agent, until, settings_block)
+    report = _run_flow(settings, log, hours, max_errors, max_issues, dry_run, mode.value, agent, until, settings_block)
     if output is Output.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
@@ -103,8 +103,8 @@ def _preflight(settings: Settings) -> None:
         _fail("; ".join(f"{c.name}: {c.detail}" for c in bad), 2)
 
 
-def _run_flow(log: Path, hours, max_errors, max_issues, dry_run, mode, agent, until, settings_block):
-    from nightwatch import run_log
+def _run_flow(settings: Settings, log: Path, hours, max_errors, max_issues, dry_run, mode, agent, until, settings_block):
+    from nightwatch import environment, run_log
     from nightwatch.errors import USER_ERRORS
 
     run_log.say("starting Prefect…")
@@ -112,8 +112,14 @@ def _run_flow(log: Path, hours, max_errors, max_issues, dry_run, mode, agent, un
 
     run_log.quiet_prefect_console(log)
     try:
-        return nightwatch_flow(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run, mode=mode,
-                               agent=agent, until=until, settings_block=settings_block)
+        with environment.sole_local_run(settings.resolved_home()) as sole:
+            if sole:  # slots a killed night left taken on this local database would throttle this one for good
+                from tasks.api_limits import API_LIMIT, release_orphaned_slots
+
+                for line in release_orphaned_slots([API_LIMIT, settings.investigation_concurrency_limit]):
+                    run_log.say(f"freed {line}")
+            return nightwatch_flow(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run, mode=mode,
+                                   agent=agent, until=until, settings_block=settings_block)
     except USER_ERRORS as exc:
         run_log.record_traceback(exc)
         _fail(str(exc), 2)

@@ -6,7 +6,10 @@ PREFECT_API_URL (a real server) is never overridden.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -22,3 +25,24 @@ def configure(home: Path) -> None:
     }
     for name, value in defaults.items():
         os.environ.setdefault(name, value)
+
+
+@contextlib.contextmanager
+def sole_local_run(home: Path) -> Iterator[bool]:
+    """Hold this home's run lock while a night runs; True when this process is the only night on a local
+    (ephemeral) Prefect database here, so anything the database says is held was left by a killed run."""
+    if os.environ.get("PREFECT_API_URL"):  # a real server: other workers may hold slots right now
+        yield False
+        return
+    path = Path(os.environ.get("PREFECT_HOME", home / "prefect")) / ".nightwatch-run.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another night runs on this home
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

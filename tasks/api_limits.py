@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, GlobalConcurrencyLimitUpdate
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
@@ -28,6 +28,23 @@ _GATES: dict[str, threading.BoundedSemaphore] = {}
 
 class ApiPaused(RuntimeError):
     """The operator set the API's concurrency limit to zero: no model call may start."""
+
+
+def release_orphaned_slots(names: list[str]) -> list[str]:
+    """Free the slots still held on these limits; call it only when no other night can hold them (a local
+    server this process alone uses): a night killed mid-call leaves its slots taken for good otherwise,
+    because the ephemeral server that held their leases died with it. Returns what was freed."""
+    freed = []
+    with get_client(sync_client=True) as client:
+        for name in names:
+            try:
+                found = client.read_global_concurrency_limit_by_name(name)
+            except ObjectNotFound:
+                continue
+            if found.active_slots:
+                client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active_slots=0))
+                freed.append(f"{name}: {found.active_slots} slot(s) left by a killed run")
+    return freed
 
 
 def ensure_api_limit(size: int, name: str = API_LIMIT) -> int:

@@ -100,8 +100,11 @@ class CheckpointStore:
         return None
 
     def clear(self) -> None:
-        for path in self._files():
+        """Remove every checkpoint, the temporary file of a save a kill interrupted, and the empty folder."""
+        for path in self._files() + (sorted(self.root.glob(".*.tmp")) if self.root.is_dir() else []):
             path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.root.rmdir()
 
     def _files(self) -> list[Path]:
         return sorted(self.root.glob("[0-9][0-9][0-9][0-9].json")) if self.root.is_dir() else []
