@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from flows.nightwatch import nightwatch_flow
+from nightwatch.models import RunReport
 from tests.fakes.anthropic import FakeAnthropic, overloaded
 from tests.fakes.http import Reply, Request
 
@@ -55,3 +56,22 @@ def test_a_night_with_the_model_down_fails_loudly_and_the_next_run_analyses_ever
     assert healthy.count_source("cache") == 0  # nothing failed was cached as an answer
     assert all(r.analysis is not None for r in healthy.results if r.verdict.route in ("deep", "simple"))
     assert _rows(nightwatch_home, "select count(*), sum(errors_failed) from runs") == [(1, 0)]  # one row per night
+
+
+def test_the_command_exits_1_with_one_line_per_failure_and_no_traceback(nightwatch_home, monkeypatch):
+    from typer.testing import CliRunner
+
+    from nightwatch.cli import app
+
+    with DownFake() as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", fake.api_key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_MAX_RETRIES", "0")
+        result = CliRunner().invoke(app, ["run", "--until", "2026-11-21T06:00", "--max-errors", "2", "--output", "json"])
+    assert result.exit_code == 1, result.stderr[-2000:]
+    report = RunReport.model_validate_json(result.stdout)  # stdout stays the report alone
+    lines = result.stderr.strip().splitlines()
+    assert "FAILED" in lines[-1] and f"{report.errors_failed} of 2 analyses failed" in lines[-1]
+    assert sum("failed:" in line for line in lines) == report.errors_failed
+    assert "Traceback" not in result.stderr
+    assert list((nightwatch_home / "logs").glob("run-*.log"))
