@@ -19,6 +19,7 @@ from flows.nightwatch import nightwatch_flow
 from nightwatch.models import RunReport
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.fault_proxy import LOST_ON_THE_WAY, FaultProxy
+from tests.views import rows as view_rows
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
@@ -42,13 +43,6 @@ def _night(monkeypatch: pytest.MonkeyPatch, max_retries: int | None) -> tuple[Ru
         received = len(upstream.message_requests())
     return report, proxy, received
 
-
-def _query(home: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _ledger(home: Path) -> dict[str, int]:
@@ -123,7 +117,7 @@ def test_the_same_faults_without_sdk_retries_surface_as_failures_and_are_still_m
 
     assert report.succeeded is (not failed)
     assert sum(rows.values()) == proxy.upstream_answered
-    night = _query(nightwatch_home, "select model_calls, errors_failed from runs")
+    night = view_rows(nightwatch_home, "select model_calls, errors_failed from runs")
     assert night == [(sum(rows.values()), len(failed))]  # the night's row counts every call of every attempt
     assert rows.get("unconfirmed", 0) == lost == 3 and set(rows) <= {"ok", "unconfirmed"}
     analyze = next(s for s in report.steps if s.name == "analyze")

@@ -6,13 +6,13 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from flows.nightwatch import nightwatch_flow
 from nightwatch.models import RunReport
 from tests.fakes.anthropic import FakeAnthropic, overloaded
 from tests.fakes.http import Reply, Request
+from tests.views import rows as view_rows
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
@@ -27,13 +27,6 @@ class DownFake(FakeAnthropic):
         return overloaded() if self.down else super()._messages(req)
 
 
-def _rows(home: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
 
 def test_a_night_with_the_model_down_fails_loudly_and_the_next_run_analyses_every_error(nightwatch_home, monkeypatch):
     with DownFake() as fake:
@@ -47,7 +40,7 @@ def test_a_night_with_the_model_down_fails_loudly_and_the_next_run_analyses_ever
         slack = json.loads((Path(down.reports_dir) / "slack" / "report.json").read_text())
         assert f"{down.errors_failed} failed" in json.dumps(slack) and "Overloaded" in json.dumps(slack)
         assert not list((nightwatch_home / "knowledge" / "errors").glob("*.md"))  # no failure kept as knowledge
-        assert _rows(nightwatch_home, "select errors_failed from runs") == [(down.errors_failed,)]
+        assert view_rows(nightwatch_home, "select errors_failed from runs") == [(down.errors_failed,)]
 
         fake.down = False
         healthy = nightwatch_flow(until=UNTIL, max_errors=3)
@@ -55,7 +48,7 @@ def test_a_night_with_the_model_down_fails_loudly_and_the_next_run_analyses_ever
     assert healthy.succeeded and healthy.errors_failed == 0
     assert healthy.count_source("cache") == 0  # nothing failed was cached as an answer
     assert all(r.analysis is not None for r in healthy.results if r.verdict.route in ("deep", "simple"))
-    assert _rows(nightwatch_home, "select count(*), sum(errors_failed) from runs") == [(1, 0)]  # one row per night
+    assert view_rows(nightwatch_home, "select count(*), sum(errors_failed) from runs") == [(1, 0)]  # one row per night
 
 
 def test_the_command_exits_1_with_one_line_per_failure_and_no_traceback(nightwatch_home, monkeypatch):

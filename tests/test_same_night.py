@@ -21,7 +21,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from nightwatch.agent.checkpoints import CheckpointStore
@@ -30,6 +29,7 @@ from nightwatch.settings import Settings
 from nightwatch.triage import TRIAGE_TOOL
 from tests.fakes.anthropic import FakeAnthropic, GenericModel, anthropic_env
 from tests.fakes.http import Reply, Request
+from tests.views import rows as view_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
@@ -85,13 +85,6 @@ def _night(home: Path, fake: FakeAnthropic | None, *, retries: int = 1, max_issu
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-4000:]}"
     return RunReport.model_validate_json(done.stdout)
 
-
-def _rows(home: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _issue_files(home: Path) -> dict[str, bytes]:
@@ -193,8 +186,8 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
     index = json.loads((home / "tracker" / "index.json").read_text())["issues"]
     assert len(index) == len(issues) and len({e["fingerprint"] for e in index}) == len(index)
     assert sum(1 for i in report.issues if i.action == "created") <= MAX_ISSUES
-    assert _rows(home, "select count(*) from runs") == [(1,)]
-    (calls, distinct), = _rows(home, "select count(*), count(distinct (call_id, started_at)) from model_calls")
+    assert view_rows(home, "select count(*) from runs") == [(1,)]
+    (calls, distinct), = view_rows(home, "select count(*), count(distinct (call_id, started_at)) from model_calls")
     assert calls == distinct
     assert calls == clean_requests  # every call the night's answers rest on, each once: as many as a clean night's
     reports = sorted((home / "reports").glob("*/slack/report.json"))
@@ -228,14 +221,14 @@ def test_a_rerun_of_a_finished_night_is_the_same_night(nightwatch_home):
     assert _issue_files(home) == issues_before  # byte for byte: no new comment carrying the night's marker
     assert {name: text.count(marker.encode()) for name, text in _issue_files(home).items()} == markers_before
     assert (home / "tracker" / "index.json").read_bytes() == index_before
-    assert _rows(home, "select count(*) from runs") == [(1,)]
-    second_part = _rows(home, "select source, cost_usd, model_calls from analyses "
+    assert view_rows(home, "select count(*) from runs") == [(1,)]
+    second_part = view_rows(home, "select source, cost_usd, model_calls from analyses "
                               f"where analysed_at >= '{again.started_at.isoformat()}'::timestamptz")
     assert len(second_part) == len(again.results)
     assert all(source == "cache" and cost == 0 and calls == 0 for source, cost, calls in second_part), second_part
-    (total,), = _rows(home, "select count(*) from analyses")
+    (total,), = view_rows(home, "select count(*) from analyses")
     assert total == len(first.results) + len(again.results)  # one part per attempt, the first one kept
-    (calls,), = _rows(home, "select count(*) from model_calls")
+    (calls,), = view_rows(home, "select count(*) from model_calls")
     assert calls == first.totals.model_calls
 
 

@@ -13,7 +13,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import duckdb
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
@@ -25,6 +24,7 @@ from nightwatch.batch_ledger import LedgerStore
 from nightwatch.render.summary import text_summary
 from tasks.api_limits import API_LIMIT
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
+from tests.views import rows as view_rows
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
@@ -43,13 +43,6 @@ def _live(monkeypatch, fake: FakeAnthropicBatches) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
 
 
-def _rows(home: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
 
 def test_offline_batch_night_shows_every_route_and_reruns_for_free(nightwatch_home):
     report = nightwatch_flow(until=UNTIL, max_errors=12, mode="batch", dry_run=True)
@@ -62,7 +55,7 @@ def test_offline_batch_night_shows_every_route_and_reruns_for_free(nightwatch_ho
     rows = [line.split() for line in table if re.match(r"^\s+\d+ \S", line)][:12]
     assert [row[-5] for row in rows] == [v.route for v in verdicts]  # its route column
     assert len(list((nightwatch_home / "batches" / "offline").glob("msgbatch_*.json"))) == 1
-    triage_rows = _rows(nightwatch_home, "select mode, model, cost_usd from model_calls where phase = 'triage'")
+    triage_rows = view_rows(nightwatch_home, "select mode, model, cost_usd from model_calls where phase = 'triage'")
     assert len(triage_rows) == 12 and set(triage_rows) == {("batch", "offline", 0.0)}
 
     again = nightwatch_flow(until=UNTIL, max_errors=12, mode="batch", dry_run=True)
@@ -91,9 +84,9 @@ def test_mixed_batch_results_fall_back_and_the_report_says_why(nightwatch_home, 
 
     calls = [c for r in report.results for c in r.model_calls if c.phase == "triage"]
     assert sorted(c.mode for c in calls) == ["batch"] * 3 + ["direct"] * 4  # 2 answers + 1 unusable answer, 4 fallbacks
-    rows = _rows(nightwatch_home, "select mode, count(*), sum(cost_usd) from model_calls where phase = 'triage' group by mode order by mode")
+    rows = view_rows(nightwatch_home, "select mode, count(*), sum(cost_usd) from model_calls where phase = 'triage' group by mode order by mode")
     assert [(m, n) for m, n, _ in rows] == [("batch", 3), ("direct", 4)]
-    assert _rows(nightwatch_home, "select count(*) from model_calls")[0][0] == report.totals.model_calls
+    assert view_rows(nightwatch_home, "select count(*) from model_calls")[0][0] == report.totals.model_calls
 
 
 def test_a_refused_batch_is_not_retried_and_the_night_goes_on_directly(nightwatch_home, monkeypatch):
