@@ -1,4 +1,5 @@
-"""LocalRepoHost: confinement to the checkout, reads, search, default branch and merged PRs from git."""
+"""LocalRepoHost: confinement to the checkout, only tracked and non-secret files served, reads, search,
+default branch and merged PRs from git."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ def test_reads_whole_files_and_line_ranges_with_numbers(repo: Path) -> None:
 def test_large_files_are_capped_with_a_note_and_binaries_refused(repo: Path) -> None:
     write(repo, "db/seeds.rb", "".join(f"Seed.create!(id: {i})  # {'x' * 60}\n" for i in range(5000)))
     write(repo, "public/logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR")
+    commit(repo, "Seeds and logo")
     host = LocalRepoHost(repo)
     text = host.read_file("db/seeds.rb")
     assert len(text.encode()) < 201_000
@@ -136,6 +138,7 @@ def test_list_directory_gives_paths_with_folders_marked(repo: Path) -> None:
 def test_search_is_case_insensitive_and_respects_glob_regex_and_limit(repo: Path) -> None:
     write(repo, "log/huge.log", "order.total\n" * 120_000)  # > 1 MB: skipped
     write(repo, "public/blob.bin", b"\x00order.total")  # binary: skipped
+    commit(repo, "A huge log and a binary")
     host = LocalRepoHost(repo)
     hits = host.search_code("ORDER.TOTAL")
     assert hits == [
@@ -198,3 +201,87 @@ def test_file_digest_is_sha256_of_current_bytes(repo: Path) -> None:
     assert host.file_digest("app") is None
     write(repo, "README.md", "changed\n")
     assert host.file_digest("README.md") != expected
+
+
+# --- only tracked files, never secret files --------------------------------------------------------
+
+SECRET = "sk_live_" + "9Zq4Xw2Lr8Kp1Vb6Nd3Ht7Ys"
+
+
+def test_git_ignored_and_untracked_files_are_not_served(repo: Path) -> None:
+    write(repo, ".gitignore", "tmp/\n*.local.yml\n")
+    commit(repo, "Ignore scratch files")
+    write(repo, "tmp/dump.txt", f"order.total {SECRET}\n")
+    write(repo, "config/settings.local.yml", f"order_total_key: {SECRET}\n")
+    write(repo, "notes.txt", f"order.total {SECRET}\n")  # untracked, not ignored
+    host = LocalRepoHost(repo)
+    for path in ("tmp/dump.txt", "config/settings.local.yml", "notes.txt"):
+        with pytest.raises(CodeHostError, match=re.escape(f"{path} is not tracked by git, so it is not served")):
+            host.read_file(path)
+    assert all(hit.path.startswith("app/") for hit in host.search_code("order.total"))
+    assert host.list_directory() == [".gitignore", "README.md", "app/"]
+    with pytest.raises(CodeHostError, match="no such directory among the files git tracks: tmp"):
+        host.list_directory("tmp")
+
+
+def test_a_folder_without_git_serves_nothing_and_says_why(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    write(plain, "app/models/order.rb", "class Order\nend\n")
+    host = LocalRepoHost(plain)
+    for call in (lambda: host.read_file("app/models/order.rb"), lambda: host.search_code("Order"),
+                 lambda: host.list_directory("")):
+        with pytest.raises(CodeHostError, match=re.escape(f"{plain.resolve()} is not a git checkout")):
+            call()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".env", ".env.production", "config/master.key", "config/credentials/production.key",
+     "config/credentials.yml.enc", "config/secrets.yml", "deploy/id_rsa", "deploy/id_ed25519", "certs/server.pem",
+     "certs/store.p12", "certs/store.pfx", "android/release.keystore", "android/release.jks", "ops/vault.kdbx",
+     "gcp/credentials-prod.json", ".npmrc", ".pypirc", ".netrc", ".git-credentials", ".aws/credentials",
+     "keys/deploy.ppk", "infra/terraform.tfstate"],
+)
+def test_secret_files_are_withheld_by_name_even_when_committed(repo: Path, path: str) -> None:
+    write(repo, path, f"order.total {SECRET}\n")
+    git(repo, "add", "--force", path)
+    commit(repo, f"Commit {path} by mistake")
+    host = LocalRepoHost(repo)
+    with pytest.raises(CodeHostError, match=re.escape(f"{path} is withheld as a secret file")) as refused:
+        host.read_file(path)
+    assert SECRET not in str(refused.value)
+    assert all(hit.path.startswith("app/") for hit in host.search_code("order.total"))
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    assert path not in host.list_directory(folder)
+
+
+def test_secret_files_are_withheld_by_content_and_through_symlinks(repo: Path) -> None:
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq" + "Qx9" * 20 + "\n-----END RSA PRIVATE KEY-----\n"
+    write(repo, "docs/ops-notes.txt", "order.total notes\n" + key)
+    write(repo, "config/partner.rb", f'PARTNER_TOKEN = "{SECRET}"\n')  # one line, all credential
+    write(repo, ".env", f"ORDER_TOTAL_TOKEN={SECRET}\n")
+    (repo / "config" / "app_env").symlink_to("../.env")
+    write(repo, ".env.example", "STRIPE_SECRET_KEY=\nDATABASE_URL=postgres://localhost/shop\n")
+    git(repo, "add", "docs", "config", ".env.example")
+    commit(repo, "Notes, partner settings and an env template")
+    host = LocalRepoHost(repo)
+    with pytest.raises(CodeHostError, match="docs/ops-notes.txt is withheld as a secret file .it holds private key material"):
+        host.read_file("docs/ops-notes.txt")
+    with pytest.raises(CodeHostError, match="config/partner.rb is withheld as a secret file .1 of its 1 lines are credentials"):
+        host.read_file("config/partner.rb")
+    with pytest.raises(CodeHostError, match="config/app_env is withheld as a secret file"):
+        host.read_file("config/app_env")  # a tracked symlink to an ignored secret file
+    assert [h.path for h in host.search_code("order.total")] == ["app/services/checkout.rb", "app/services/gift_card.rb"]
+    assert host.search_code("MIIEow") == [] and host.search_code("PARTNER_TOKEN") == []
+    assert "STRIPE_SECRET_KEY=" in host.read_file(".env.example")  # a template is meant to be read
+
+
+def test_served_text_is_redacted_before_it_is_cut(repo: Path) -> None:
+    line = "x = 1  # " + "y" * 280 + f" charge with {SECRET}\n"  # the secret straddles the 300-character hit cut
+    write(repo, "app/services/billing.rb", "class Billing\n" + line + "end\n" * 60)
+    commit(repo, "Billing")
+    host = LocalRepoHost(repo)
+    assert SECRET not in host.read_file("app/services/billing.rb")
+    hit = host.search_code("charge with", path_glob="app/services/billing.rb")[0]
+    assert SECRET[:8] not in hit.text and "sk_live" not in hit.text
+    assert "[REDACTED]" in host.read_file("app/services/billing.rb", start_line=2, end_line=2, numbered=True)

@@ -1,8 +1,9 @@
 """The agent's tools: read-only over the code host, the error's traces and the run's event log.
 
 Tool schemas are data written for the model. A tool never raises out of the loop: failures come back
-as `is_error` results whose text tells the model how to narrow its request. An oversized result is
-cut to a cap with a note, so a single file cannot flood the context.
+as `is_error` results whose text tells the model how to narrow its request. Every result is redacted
+before the model or the event log sees it, and only then cut to a cap with a note (a cut through a
+secret would leave a tail no rule recognises), so a single file cannot flood the context.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from nightwatch.agent.recall import EventLog, recall
 from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
-from nightwatch.redact import fence
+from nightwatch.redact import fence, redact
 
 SUBMIT_TOOL = "submit_analysis"
 MAX_RESULT_CHARS = 24_000
@@ -139,7 +140,7 @@ class ToolRunner:
             outcome = ToolOutcome(str(exc), is_error=True)
         except TypeError as exc:
             outcome = ToolOutcome(f"bad arguments for {name}: {exc}", is_error=True)
-        outcome.text = _capped(outcome.text)
+        outcome.text = _capped(outcome.text)  # redacted whole, then cut
         self.calls.append(
             ToolCall(
                 run_id=self.run_id, fingerprint=self.fingerprint, iteration=iteration, name=name, ok=not outcome.is_error,
@@ -147,7 +148,8 @@ class ToolRunner:
             )
         )
         if name != "recall_context":
-            self.events.append(self.fingerprint, "tool_result", f"{name} {json.dumps(args, sort_keys=True)}", outcome.text, iteration)
+            label = redact(f"{name} {json.dumps(args, sort_keys=True, default=str)}")
+            self.events.append(self.fingerprint, "tool_result", label, outcome.text, iteration)
         return outcome
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolOutcome:
@@ -177,6 +179,7 @@ class ToolRunner:
 
 
 def render_traces(traces: TraceData, max_samples: int = 3) -> str:
+    """The error's occurrences and stack, redacted (production data), the raw trace cut only after redaction."""
     lines = []
     for sample in traces.transaction_errors[:max_samples]:
         lines.append("occurrence: " + ", ".join(f"{k}={v}" for k, v in sample.items() if v not in (None, "")))
@@ -186,12 +189,14 @@ def render_traces(traces: TraceData, max_samples: int = 3) -> str:
         if len(traces.stack_frames) > 40:
             lines.append(f"  … {len(traces.stack_frames) - 40} more frames")
     elif traces.stack_trace:
-        lines.append("stack trace:\n" + traces.stack_trace[:8000])
+        lines.append("stack trace:\n" + redact(traces.stack_trace)[:8000])
     lines.extend(f"note: {n}" for n in traces.notes)
-    return "\n".join(lines) or "No traces were recorded for this error."
+    return redact("\n".join(lines)) or "No traces were recorded for this error."
 
 
 def _capped(text: str) -> str:
+    """The result redacted, then cut to MAX_RESULT_CHARS with a note."""
+    text = redact(text)
     if len(text) <= MAX_RESULT_CHARS:
         return text
     return text[:MAX_RESULT_CHARS] + (

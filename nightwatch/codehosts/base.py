@@ -2,7 +2,9 @@
 
 The agent's read-only tools sit directly on a CodeHost, and a CodeHostError's text is shown to the
 model as the tool's error, so every message says what was wrong and what to ask for instead.
-Path checks live here, once, so the local checkout and GitHub refuse exactly the same paths.
+Path checks live here, once, so the local checkout and GitHub refuse exactly the same paths, and
+withhold the same secret files (by name, and by content: key material or a file of mostly credentials).
+Text a host renders for the model is redacted before any cap cuts it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,30 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from nightwatch.models import CorrelatedPR
+from nightwatch.redact import has_private_key, redact, secret_content_reason
 
 READ_LIMIT_BYTES = 200_000  # one read never returns more than this; ask for a line range instead
 SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are skipped by search and refused by read_text
 SEARCH_TEXT_CHARS = 300  # a search hit shows at most this much of its line
 _DRIVE = re.compile(r"^[A-Za-z]:")
+CONTENT_CHECK_BYTES = 64_000  # smaller files are checked for being mostly credentials; every file for key material
+
+# Secret files are withheld by name whatever they hold (matched case-insensitively on the file name, or on the
+# path for the entries with a folder). Templates meant to be committed (.env.example, *.pub) stay readable.
+SECRET_FILE_NAMES = (
+    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.pkcs12", "*.p8", "*.keystore",
+    "*.jks", "*.kdbx", "*.kdb", "*.ppk", "*.ovpn", "*.tfstate", "*.tfstate.*", "*.keychain", "*.keychain-db",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "credentials*.json", "client_secret*.json",
+    "service-account*.json", "service_account*.json", "*.yml.enc", "*.yaml.enc", "*.json.enc", "secrets.yml",
+    "secrets.yaml", "secrets.json", "secrets.toml", "secret.yml", ".npmrc", ".pypirc", ".netrc", "_netrc",
+    ".git-credentials", ".pgpass", ".my.cnf", ".dockercfg", ".htpasswd", "htpasswd", ".vault-token", ".boto",
+    ".s3cfg", "master.key", "kubeconfig", ".terraformrc", "terraform.rc", "*.asc.key", "secring.*",
+)
+SECRET_FILE_PATHS = (
+    ".aws/credentials", ".docker/config.json", ".kube/config", ".gem/credentials", ".ssh/*", ".gnupg/*",
+    "config/master.key", "config/credentials/*", "config/credentials.yml.enc", ".config/gcloud/*",
+)
+NOT_SECRET_FILE_NAMES = (".env.example", ".env.sample", ".env.template", ".env.dist", ".env.*.example", "*.pub")
 
 
 class CodeHostError(Exception):
@@ -82,6 +103,35 @@ def safe_relative_path(path: str, allow_root: bool = False) -> str:
     return posixpath.join(*parts) if parts else ""
 
 
+def secret_file_reason(path: str) -> str | None:
+    """Why a path names a secret file (`.env`, `*.pem`, `config/master.key`…), or None."""
+    lowered = path.lower().strip("/")
+    name = posixpath.basename(lowered)
+    if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET_FILE_NAMES):
+        return None
+    if any(fnmatch.fnmatchcase(name, p) for p in SECRET_FILE_NAMES):
+        return f"the name {posixpath.basename(path)!r} marks a secret file"
+    for pattern in SECRET_FILE_PATHS:
+        if fnmatch.fnmatchcase(lowered, pattern) or fnmatch.fnmatchcase(lowered, "*/" + pattern):
+            return f"{pattern} is a secret file"
+    return None
+
+
+def secret_text_reason(text: str) -> str | None:
+    """Why a file's text is itself a secret: key material anywhere, or a small file of mostly credentials."""
+    if len(text) > CONTENT_CHECK_BYTES:
+        return "it holds private key material" if has_private_key(text) else None
+    return secret_content_reason(text)
+
+
+def withheld(path: str, reason: str) -> CodeHostError:
+    """The error a secret file answers with: it names the file and why, never its content."""
+    return CodeHostError(
+        f"{path} is withheld as a secret file ({reason}); NightWatch never shows secret files to the model. "
+        "Read the code that loads the setting instead (search_code for its name)."
+    )
+
+
 def looks_binary(data: bytes) -> bool:
     """Git's own heuristic: a NUL byte in the first 8 KB."""
     return b"\x00" in data[:8192]
@@ -100,11 +150,17 @@ def digest_bytes(data: bytes) -> str:
 def render_file(
     path: str, text: str, start_line: int | None, end_line: int | None, numbered: bool, limit: int = READ_LIMIT_BYTES
 ) -> str:
-    """Cut a file to the asked line range and the size cap; number lines like `  42| code` if asked."""
+    """Cut a file to the asked line range and the size cap; number lines like `  42| code` if asked.
+
+    What this returns is shown, never written back, so secrets are redacted here, and before the cap: a cut
+    through a secret would leave a tail no rule recognises.
+    """
     lines = text.splitlines(keepends=True)
     first, last = _line_range(path, len(lines), start_line, end_line)
     chosen = lines[first - 1 : last]
     body = "".join(f"{n:>5}| {line}" for n, line in enumerate(chosen, first)) if numbered else "".join(chosen)
+    margin = limit + 64_000  # redact a little more than is kept, so a secret across the cut is still whole
+    body = redact(body[:margin]) + body[margin:] if len(body) > margin else redact(body)
     encoded = body.encode("utf-8")
     if len(encoded) <= limit:
         return body
@@ -141,7 +197,8 @@ def line_matcher(query: str, regex: bool):
 
 
 def hit_text(line: str) -> str:
-    text = line.strip()
+    """A matching line, redacted before it is cut to SEARCH_TEXT_CHARS."""
+    text = redact(line.strip()).strip()
     return text if len(text) <= SEARCH_TEXT_CHARS else text[:SEARCH_TEXT_CHARS] + " …"
 
 

@@ -41,6 +41,9 @@ from nightwatch.codehosts.base import (
     looks_binary,
     render_file,
     safe_relative_path,
+    secret_file_reason,
+    secret_text_reason,
+    withheld,
 )
 from nightwatch.models import CorrelatedPR
 
@@ -183,8 +186,16 @@ class GitHubHost(GitHubRepoAdapter):
     def read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None, numbered: bool = False
     ) -> str:
-        rel, data = self._file_bytes(path)
-        return render_file(rel, decode_text(rel, data), start_line, end_line, numbered)
+        rel = safe_relative_path(path)
+        reason = secret_file_reason(rel)
+        if reason:  # refused before anything is fetched
+            raise withheld(rel, reason)
+        rel, data = self._file_bytes(rel)
+        text = decode_text(rel, data)
+        reason = secret_text_reason(text)
+        if reason:
+            raise withheld(rel, reason)
+        return render_file(rel, text, start_line, end_line, numbered)
 
     def read_text(self, path: str) -> str:
         rel, data = self._file_bytes(path)
@@ -209,7 +220,7 @@ class GitHubHost(GitHubRepoAdapter):
         contents = self._contents(rel, f"no such directory: {rel}")
         if not isinstance(contents, list):
             raise CodeHostError(f"{rel} is a file; use read_file")
-        return sorted(c.path + "/" if c.type == "dir" else c.path for c in contents)
+        return sorted(c.path + "/" if c.type == "dir" else c.path for c in contents if not secret_file_reason(c.path))
 
     # search -------------------------------------------------------------------------------------
     def search_code(
@@ -230,13 +241,18 @@ class GitHubHost(GitHubRepoAdapter):
 
     def _hits_in(self, path: str, matches: Any, fallback: bool) -> list[SearchHit]:
         """The matching lines of one file; with `fallback`, a line-0 hit when GitHub's words span lines."""
+        if secret_file_reason(path):
+            return []
         try:
             _, data = self._file_bytes(path)
         except CodeHostError:
             data = b""
         if looks_binary(data) or len(data) > SEARCH_MAX_FILE_BYTES:
             return []
-        lines = data.decode("utf-8", errors="replace").splitlines()
+        text = data.decode("utf-8", errors="replace")
+        if secret_text_reason(text):
+            return []
+        lines = text.splitlines()
         found = [SearchHit(path=path, line=n, text=hit_text(line)) for n, line in enumerate(lines, 1) if matches(line)]
         if found or not fallback:
             return found

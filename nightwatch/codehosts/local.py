@@ -2,12 +2,16 @@
 
 Everything the agent asks for is confined to the checkout: `..`, absolute paths, NUL bytes, `.git`
 and symlinks that resolve outside the root are refused with a message the model can act on.
+Only files git tracks are served (read, searched, listed): git-ignored and untracked files are where a
+checkout keeps its local secrets (.env, config/master.key), and a folder without git serves nothing.
+Secret files are withheld by name and by content even when tracked (see base.secret_file_reason).
 Merged pull requests come from `git log` on the default branch (GitHub's merge and squash commits).
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import subprocess
 from datetime import datetime, timezone
@@ -27,6 +31,9 @@ from nightwatch.codehosts.base import (
     looks_binary,
     render_file,
     safe_relative_path,
+    secret_file_reason,
+    secret_text_reason,
+    withheld,
 )
 from nightwatch.models import CorrelatedPR
 
@@ -73,6 +80,63 @@ class LocalRepoHost:
             raise CodeHostError(f"code path is not a directory: {root}")
         self.name = f"local:{self.root}"
         self.git_timeout = git_timeout
+        self._content_reasons: dict[tuple[str, int, int], str | None] = {}
+
+    # what is served -----------------------------------------------------------------------------
+    @cached_property
+    def _tracked(self) -> frozenset[str]:
+        """Paths (relative to the root) of the files git tracks; listed once per host."""
+        try:
+            out = run_git(self.root, "ls-files", "-z", "--cached", timeout=self.git_timeout)
+        except GitCommandError as exc:
+            raise CodeHostError(
+                f"{self.root} is not a git checkout: only files git tracks are served, so nothing there can be read "
+                "(point the code path at a clone of the repository)"
+            ) from exc
+        return frozenset(p for p in out.split("\x00") if p)
+
+    @cached_property
+    def _tracked_dirs(self) -> frozenset[str]:
+        """Every folder holding a tracked file, at any depth."""
+        dirs: set[str] = set()
+        for path in self._tracked:
+            folder = posixpath.dirname(path)
+            while folder and folder not in dirs:
+                dirs.add(folder)
+                folder = posixpath.dirname(folder)
+        return frozenset(dirs)
+
+    def _real_rel(self, real: Path) -> str | None:
+        """The repository-relative path a resolved path stands for; None outside the root or inside .git."""
+        if real == self.root:
+            return ""
+        if not real.is_relative_to(self.root) or real.is_relative_to(self.root / ".git"):
+            return None
+        return real.relative_to(self.root).as_posix()
+
+    def _check_served(self, rel: str, real: Path) -> None:
+        """Refuse a secret file by name (as asked and as resolved) and a file git does not track."""
+        real_rel = self._real_rel(real)
+        for name in (rel, real_rel or ""):
+            reason = secret_file_reason(name) if name else None
+            if reason:
+                raise withheld(rel, reason)
+        tracked = self._tracked  # a folder without git is refused here, whatever was asked
+        if real.is_file() and real_rel not in tracked:
+            raise CodeHostError(
+                f"{rel} is not tracked by git, so it is not served (git-ignored and untracked files can hold local "
+                "secrets); only committed files can be read"
+            )
+
+    def _content_reason(self, rel: str, real: Path, text: str) -> str | None:
+        try:
+            stat = real.stat()
+        except OSError:
+            return None
+        key = (str(real), stat.st_size, stat.st_mtime_ns)
+        if key not in self._content_reasons:
+            self._content_reasons[key] = secret_text_reason(text)
+        return self._content_reasons[key]
 
     # paths --------------------------------------------------------------------------------------
     def _resolve(self, path: str, allow_root: bool = False) -> tuple[str, Path]:
@@ -84,8 +148,10 @@ class LocalRepoHost:
             raise CodeHostError(f"symlink points into .git, which is not part of the code: {path}")
         return rel, real
 
-    def _file_bytes(self, path: str, limit: int) -> tuple[str, bytes]:
+    def _file_bytes(self, path: str, limit: int, served: bool = False) -> tuple[str, bytes]:
         rel, real = self._resolve(path)
+        if served:  # what the model may see: tracked, and not a secret file by name
+            self._check_served(rel, real)
         if real.is_dir():
             raise CodeHostError(f"{rel} is a directory; use list_directory")
         if not real.is_file():
@@ -99,10 +165,16 @@ class LocalRepoHost:
     def read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None, numbered: bool = False
     ) -> str:
-        rel, data = self._file_bytes(path, READ_HARD_LIMIT_BYTES)
-        return render_file(rel, decode_text(rel, data), start_line, end_line, numbered)
+        """A tracked, non-secret file's text, redacted, cut to the line range and the read cap."""
+        rel, data = self._file_bytes(path, READ_HARD_LIMIT_BYTES, served=True)
+        text = decode_text(rel, data)
+        reason = self._content_reason(rel, self._resolve(path)[1], text)
+        if reason:
+            raise withheld(rel, reason)
+        return render_file(rel, text, start_line, end_line, numbered)
 
     def read_text(self, path: str) -> str:
+        """Exact text for fix validation (never shown to the model as a tool result)."""
         rel, data = self._file_bytes(path, SEARCH_MAX_FILE_BYTES)
         return decode_text(rel, data)
 
@@ -115,35 +187,39 @@ class LocalRepoHost:
         return digest_bytes(real.read_bytes()) if real.is_file() else None
 
     def list_directory(self, path: str = "") -> list[str]:
-        """Repository-relative paths of a folder's entries, folders ending with '/'."""
+        """Repository-relative paths of a folder's tracked entries, folders ending with '/'; secret files left out."""
         rel, real = self._resolve(path, allow_root=True)
+        tracked, tracked_dirs = self._tracked, self._tracked_dirs
         if real.is_file():
             raise CodeHostError(f"{rel} is a file; use read_file")
+        real_rel = self._real_rel(real)
         if not real.is_dir():
             raise CodeHostError(f"no such directory: {rel}")
+        if real_rel and real_rel not in tracked_dirs:
+            raise CodeHostError(f"no such directory among the files git tracks: {rel}")
         entries = []
         for child in sorted(real.iterdir(), key=lambda p: p.name):
             child_rel = f"{rel}/{child.name}" if rel else child.name
-            if child.name == ".git" or not self._inside(child):
+            child_real = self._real_rel(child.resolve())
+            if child.name == ".git" or child_real is None or secret_file_reason(child_rel) or secret_file_reason(child_real):
                 continue
-            entries.append(child_rel + "/" if child.is_dir() else child_rel)
+            if child.is_dir() and child_real in tracked_dirs:
+                entries.append(child_rel + "/")
+            elif child.is_file() and child_real in tracked:
+                entries.append(child_rel)
         return entries
-
-    def _inside(self, path: Path) -> bool:
-        real = path.resolve()
-        return real.is_relative_to(self.root) and not real.is_relative_to(self.root / ".git")
 
     # search -------------------------------------------------------------------------------------
     def search_code(
         self, query: str, path_glob: str | None = None, limit: int = 20, regex: bool = False
     ) -> list[SearchHit]:
-        """Case-insensitive substring (or regex) over text files; skips .git, binaries and files > 1 MB."""
+        """Case-insensitive substring (or regex) over tracked text files; skips secret files, binaries and files > 1 MB."""
         matches = line_matcher(query, regex)
         hits: list[SearchHit] = []
         for rel, real in self._walk_files():
             if not glob_matches(rel, path_glob):
                 continue
-            for number, line in self._text_lines(real):
+            for number, line in self._text_lines(rel, real):
                 if matches(line):
                     hits.append(SearchHit(path=rel, line=number, text=hit_text(line)))
                     if len(hits) >= limit:
@@ -151,24 +227,29 @@ class LocalRepoHost:
         return hits
 
     def _walk_files(self) -> Iterator[tuple[str, Path]]:
-        for folder, dirs, files in os.walk(self.root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-            for name in sorted(files):
-                full = Path(folder) / name
-                if full.is_symlink() and not self._inside(full):
-                    continue
-                yield full.relative_to(self.root).as_posix(), full
+        """Tracked files in os.walk order (a folder's files before its subfolders), secret files left out."""
+        for rel in sorted(self._tracked, key=_walk_key):
+            if any(part in SKIPPED_DIRS for part in rel.split("/")[:-1]) or secret_file_reason(rel):
+                continue
+            full = self.root / rel
+            real_rel = self._real_rel(full.resolve())
+            if real_rel is None or real_rel not in self._tracked or secret_file_reason(real_rel):
+                continue
+            yield rel, full
 
-    @staticmethod
-    def _text_lines(real: Path) -> Iterator[tuple[int, str]]:
+    def _text_lines(self, rel: str, real: Path) -> Iterator[tuple[int, str]]:
         try:
             if real.stat().st_size > SEARCH_MAX_FILE_BYTES:
                 return
             data = real.read_bytes()
         except OSError:
             return
-        if not looks_binary(data):
-            yield from enumerate(data.decode("utf-8", errors="replace").splitlines(), 1)
+        if looks_binary(data):
+            return
+        text = data.decode("utf-8", errors="replace")
+        if self._content_reason(rel, real, text):
+            return
+        yield from enumerate(text.splitlines(), 1)
 
     # git ----------------------------------------------------------------------------------------
     def _git(self, *args: str) -> str:
@@ -254,6 +335,11 @@ class LocalRepoHost:
             return ""
         match = _GITHUB_REMOTE.search(remote)
         return match["slug"] if match else ""
+
+
+def _walk_key(rel: str) -> tuple[tuple[int, str], ...]:
+    parts = rel.split("/")
+    return tuple((1, d) for d in parts[:-1]) + ((0, parts[-1]),)
 
 
 def _first_line(text: str) -> str:
