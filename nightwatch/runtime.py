@@ -7,6 +7,7 @@ to demo data. Nothing here logs or returns a secret.
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -52,7 +53,15 @@ def source_statuses(s: Settings) -> list[SourceStatus]:
         out[0] = SourceStatus(name="newrelic", state="misconfigured", detail=f"errors file {s.errors_file} does not exist")
     if s.code_path and not Path(s.code_path).is_dir():
         out[2] = SourceStatus(name="github", state="misconfigured", detail=f"code path {s.code_path} is not a directory")
+    elif s.code_path and not _in_git(Path(s.code_path)):
+        out[2] = SourceStatus(name="github", state="misconfigured",
+                              detail=f"code path {s.code_path} is not a git checkout (only files git tracks are read)")
     return out
+
+
+def _in_git(path: Path) -> bool:
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True)
+    return done.returncode == 0 and done.stdout.strip() == "true"
 
 
 def _status(name: str, fields: dict[str, Any], live_detail: str, offline_detail: str) -> SourceStatus:

@@ -17,6 +17,7 @@ from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
+from tests.gitrepo import commit_all
 
 CONTROLLER = """class OrdersController < ApplicationController
   def show
@@ -34,7 +35,7 @@ def _repo(tmp_path: Path) -> LocalRepoHost:
     root = tmp_path / "repo"
     (root / "app/controllers").mkdir(parents=True)
     (root / "app/controllers/orders_controller.rb").write_text(CONTROLLER)
-    return LocalRepoHost(root)
+    return LocalRepoHost(commit_all(root))
 
 
 def _case(tmp_path: Path):

@@ -17,6 +17,7 @@ from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
 from tests.fakes.anthropic import FakeAnthropic
+from tests.gitrepo import commit_all
 from tests.test_agent_loop import CONTROLLER, _use
 from tests.test_context_live_path import _config
 
@@ -30,7 +31,7 @@ def _big_repo(tmp_path: Path) -> LocalRepoHost:
     (root / "lib").mkdir()
     for i in range(FILES):  # each read is cut at 24,000 characters: about 6,700 tokens
         (root / f"lib/big_{i}.rb").write_text("".join(f"  def helper_{i}_{n}(value) = value.to_s * {n}\n" for n in range(700)))
-    return LocalRepoHost(root)
+    return LocalRepoHost(commit_all(root))
 
 
 def _setup(tmp_path: Path, reads: int):

@@ -215,7 +215,7 @@ def test_traces_clean_attributes_and_use_the_newest_stack() -> None:
             "timestamp": T0,
             "request.headers.authorization": "Bearer abcdefghijkl",
             "user.password": "hunter22",
-            "message": "token=abcd1234efgh",
+            "message": "token=Zq8vN3xKp7Lm2Rt9Wb4Yc6",
             "duration": 1.5,
             "ok": True,
             "tags": ["a", "b"],
@@ -226,7 +226,7 @@ def test_traces_clean_attributes_and_use_the_newest_stack() -> None:
     attrs = data.transaction_errors[0]
     assert attrs["timestamp"] == "2026-11-20T06:00:00+00:00"
     assert attrs["request.headers.authorization"] == "[REDACTED]" and attrs["user.password"] == "[REDACTED]"
-    assert "abcd1234efgh" not in attrs["message"]
+    assert "Zq8vN3xKp7Lm2Rt9Wb4Yc6" not in attrs["message"]
     assert (attrs["duration"], attrs["ok"], attrs["tags"]) == (1.5, True, '["a", "b"]')
     assert data.stack_frames[0].file == "app/new.rb" and data.stack_trace == "app/new.rb:2"
     assert not data.truncated and data.notes == []

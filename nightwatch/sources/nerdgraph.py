@@ -128,7 +128,7 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 def _snippet(response: httpx.Response) -> str:
-    return clean(response.text[:300], limit=300)[0]
+    return clean(response.text[:4_000], limit=300)[0]  # redacted before the cut
 
 
 class NerdGraphSource:

@@ -366,15 +366,20 @@ def _age_key(row: dict) -> float:
 
 
 def stack_text(raw: Any, limit: int) -> tuple[str, list[str]]:
-    """The stack trace as text: capped before redaction, so a 5 MB trace costs no more than 20 kB."""
+    """The stack trace as text, at most `limit` characters. A huge trace is first cut to 4x the limit (so a
+    5 MB trace costs no more than that to redact), then redacted, then cut to the limit: the second cut
+    drops the regions around the first one, so no half of a secret cut there survives."""
     if isinstance(raw, (list, tuple)):
         raw = "\n".join(_frame_line(item) for item in raw[: MAX_FRAMES * 5])
     elif not isinstance(raw, (str, bytes)):
         raw = json.dumps(raw, default=str)
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
-    capped, note = cap(raw, limit)
-    text, notes = clean(capped, limit=2 * len(capped) + 1000)
+    capped, note = cap(raw, 4 * limit)
+    text, notes = clean(capped, limit=limit)
+    if note:
+        notes = [n for n in notes if not n.startswith("truncated")]
+        note = f"truncated: kept {limit:,} of {len(raw):,} characters ({len(raw) - limit:,} dropped from the middle)"
     return text, ([note] if note else []) + notes
 
 
