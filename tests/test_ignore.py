@@ -101,7 +101,7 @@ def test_no_path_means_no_rules() -> None:
     [
         (
             "- pattern: '(unclosed'\n    match: regex\n    reason: r",
-            "ignore[1] (pattern '(unclosed'): invalid regex '(unclosed': missing ), unterminated subpattern",
+            "ignore[1] (pattern '(unclosed'): invalid regex '(unclosed': missing ) at position 9",
         ),
         (
             "- pattern: x\n    match: glob\n    reason: r",
