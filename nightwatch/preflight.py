@@ -3,8 +3,10 @@ start of every `nightwatch run`, before Prefect starts.
 
 Each check is a `Check`: what was checked, whether it passed, and what to do if it did not. A failed
 `fatal` check is a configuration error (exit 2). The Anthropic key is verified with one
-`count_tokens` call per configured model (free, and it also proves the model name exists); an API
-that cannot be reached is a warning, since the night's own retries may still get through.
+`count_tokens` call per configured model (free, and it also proves the model name exists). An API
+that cannot be reached (a closed port, a wrong host, a timeout after one retry) is a configuration
+error too: every model call of the night would fail the same way. An API that answers but is busy
+(429, 5xx) is a warning: the night's own retries may still get through.
 """
 
 from __future__ import annotations
@@ -111,10 +113,9 @@ def anthropic_checks(settings: Settings, client: Any = None) -> list[Check]:
                 return checks + [Check("anthropic", False, f"{problem} (model {model}, {where})")]
             checks.append(Check("anthropic", False, f"{where} answered {exc.status_code} for model {model}; the night may fail",
                                 fatal=False))
-        except anthropic.APIError as exc:  # unreachable or timed out: the night's own retries may still get through
-            checks.append(Check("anthropic", False, f"{where} could not be reached ({type(exc).__name__}); the night may fail",
-                                fatal=False))
-            return checks
+        except anthropic.APIError as exc:  # nothing answers there (closed port, wrong host, timeout): no call can succeed
+            return checks + [Check("anthropic", False, f"{where} could not be reached ({type(exc).__name__}); check "
+                                   "ANTHROPIC_BASE_URL and the network")]
         else:
             checks.append(Check("anthropic", True, f"key accepted; model {model} known ({where})"))
     return checks

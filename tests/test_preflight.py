@@ -10,7 +10,7 @@ from nightwatch.cli import app
 from nightwatch.preflight import anthropic_checks, problems, run_checks
 from nightwatch.runtime import source_statuses
 from nightwatch.settings import Settings
-from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic, overloaded
 
 runner = CliRunner()
 
@@ -34,13 +34,27 @@ def test_an_unknown_model_is_a_configuration_error():
     assert problems(checks) and "NIGHTWATCH_MODEL" in checks[0].detail and "claude-sonnet-9-9" in checks[0].detail
 
 
-def test_a_good_key_passes_and_an_unreachable_api_is_only_a_warning():
+def test_a_good_key_passes_a_busy_api_warns_and_an_unreachable_one_is_an_error():
     with FakeAnthropic() as fake:
         good = anthropic_checks(_live(fake))
+        fake.fail_next("POST", "/v1/messages/count_tokens", overloaded(), overloaded())
+        busy = anthropic_checks(_live(fake, model="claude-haiku-4-5"))
         url = fake.url
     assert [c.state for c in good] == ["ok", "ok"]  # one probe per configured model
+    assert [c.state for c in busy] == ["warning"] and not problems(busy)
     gone = anthropic_checks(Settings(anthropic_api_key="sk-ant-x", anthropic_base_url=url))  # the server has stopped
-    assert [c.state for c in gone] == ["warning"] and not problems(gone)
+    assert [c.state for c in gone] == ["error"] and "ANTHROPIC_BASE_URL" in gone[0].detail
+
+
+def test_run_against_a_closed_port_exits_2_in_seconds_with_one_line(nightwatch_home, monkeypatch):
+    with FakeAnthropic() as fake:
+        url = fake.url  # a port that was just closed
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-closedport0000000000")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    result = runner.invoke(app, ["run"])
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "could not be reached" in lines[0] and url in lines[0]
+    assert not list(nightwatch_home.glob("prefect/*.db")) and not (nightwatch_home / "reports").exists()  # nothing analysed
 
 
 def test_offline_checks_cover_agent_ignore_file_and_writable_homes(tmp_path: Path, monkeypatch):
