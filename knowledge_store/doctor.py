@@ -17,6 +17,7 @@ views); `nightwatch doctor` runs them all on demand.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,13 +49,31 @@ def check_home(home: Path, repair: bool = True) -> list[Finding]:
     return findings + quarantine_parquet(home, repair) + check_views_file(home, repair)
 
 
-def quarantine_documents(home: Path, repair: bool = True) -> list[Finding]:
+def quarantine_documents(home: Path, repair: bool = True, fingerprints: Iterable[str] | None = None) -> list[Finding]:
+    """Every document that does not parse, or only the candidates of these fingerprints (what a night is about
+    to update: its other documents are checked by the index rebuild, see `quarantine_skipped`)."""
+    knowledge = home / "knowledge"
+    if fingerprints is None:
+        paths = [p for folder in (ERRORS_DIR, PATTERNS_DIR) for p in sorted((knowledge / folder).glob("*.md"))]
+    else:
+        paths = sorted({p for fp in fingerprints for p in (knowledge / ERRORS_DIR).glob(f"*_{fp[:8]}.md")})
+    return quarantine_paths(home, paths, repair)
+
+
+def quarantine_skipped(home: Path, index: dict) -> list[Finding]:
+    """Of the documents an index rebuild skipped, those whose frontmatter does not parse, moved aside (one that
+    parses but lacks a field stays where a person can fix it; the index reports it)."""
+    knowledge = home / "knowledge"
+    return quarantine_paths(home, [knowledge / entry["file"] for entry in index.get("skipped") or []])
+
+
+def quarantine_paths(home: Path, paths: Iterable[Path], repair: bool = True) -> list[Finding]:
     findings = []
-    for folder in (ERRORS_DIR, PATTERNS_DIR):
-        for path in sorted((home / "knowledge" / folder).glob("*.md")):
-            try:
-                read_doc(path)
-            except KnowledgeDocError as exc:
+    for path in paths:
+        try:
+            read_doc(path)
+        except KnowledgeDocError as exc:
+            if path.is_file():
                 findings.append(_quarantine(home, path, exc.problem, repair))
     return findings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from knowledge_store.doctor import check_views_file, quarantine_documents, quarantine_parquet
+from knowledge_store.doctor import check_views_file, quarantine_documents, quarantine_parquet, quarantine_skipped
 from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
 from knowledge_store.duck import refresh_views
 from knowledge_store.index import load_index, rebuild_index
@@ -23,7 +23,8 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     """Step 12: knowledge documents, their index, and the night's metrics; idempotent per run_id."""
     knowledge = home(ctx) / "knowledge"
     written = 0
-    repaired = [f.line() for f in quarantine_documents(home(ctx))]  # a damaged document must not stop the writes
+    tonight = [r.fingerprint for r in report.results]
+    repaired = [f.line() for f in quarantine_documents(home(ctx), fingerprints=tonight)]  # a damaged one must not stop the writes
     if not ctx.dry_run:
         for result in report.results:
             if result.analysis is not None and result.source in ("model", "triage") and result.run_id == ctx.run_id:
@@ -35,6 +36,7 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
         if report.pr and report.pr.pr_number is not None:
             update_doc_metadata(knowledge, report.pr.fingerprint, pr_number=report.pr.pr_number)
     index = rebuild_index(knowledge)
+    repaired += [f.line() for f in quarantine_skipped(home(ctx), index)]
     store = MetricsStore(home(ctx))
     store.write_errors(ctx.run_id, ctx.run_date, selection.found, {e.fingerprint for e in selection.selected}, selection.ignored)
     store.write_analyses(ctx.run_id, ctx.run_date, report.results, attempt=ctx.attempt)
