@@ -16,6 +16,7 @@ from nightwatch.agent.policy import night_span_s, shared_ttl_for
 from nightwatch.investigate import InvestigationInterrupted
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
+from tasks._prefect import from_cache, raised
 from tasks.context import RunContext, home, settings_for
 from tasks.investigate_tasks import ensure_limit, investigate_error_task
 from tasks.night_inputs import load, stash
@@ -45,8 +46,8 @@ def _outcome(ctx: RunContext, future, error: ErrorGroup, verdict: TriageVerdict)
     state = future.wait() or future.state
     if state.is_completed():
         result = future.result()
-        return answered_from_cache(result) if state.name == "Cached" else result
-    cause = _cause(state)
+        return answered_from_cache(result) if from_cache(state) else result
+    cause = raised(state)
     if isinstance(cause, RunBudgetSpent) or "RunBudgetSpent" in (state.message or ""):
         return None
     if isinstance(cause, InvestigationInterrupted):  # AnalysisFailed too: the result with its reason and its spend
@@ -60,12 +61,6 @@ def answered_from_cache(result: ErrorAnalysisResult) -> ErrorAnalysisResult:
     return result.model_copy(update={"source": "cache", "model_calls": [], "tool_calls": [], "tokens": TokenUsage(),
                                      "cost_usd": 0.0, "iterations": 0})
 
-
-def _cause(state):
-    try:
-        return state.result(raise_on_failure=False)
-    except Exception:  # an unreadable result: the state's message is all there is
-        return None
 
 
 def budget_note(kept: list[ErrorGroup], limit: int) -> str:

@@ -22,6 +22,7 @@ from nightwatch.research import ResearchContext
 from nightwatch.triage import TriageOutcome, mark_fallback, unanswered
 from nightwatch.triage_batch import record_handoff
 from nightwatch.triage_batching import TriagePlan
+from tasks._prefect import from_cache
 from tasks.api_limits import api_slots
 from tasks.batch_handoff import can_hand_off, schedule_collect
 from tasks.context import RunContext, settings_for
@@ -70,7 +71,7 @@ def _outcome(ctx: RunContext, future, error: ErrorGroup) -> TriageOutcome:
         outcome = future.result()
     except Exception as exc:  # one failed call must not cost the night its other verdicts
         return unanswered(ctx.run_id, error.fingerprint, f"triage call failed: {clean(str(exc), 300)[0]}")
-    return outcome.from_cache() if future.state.name == "Cached" else outcome
+    return outcome.from_cache() if from_cache(future.state) else outcome
 
 
 def batch_triage(ctx: RunContext, items: list[Item]) -> TriageRun:

@@ -81,6 +81,14 @@ def token_columns(usage: TokenUsage) -> dict[str, int]:
     }
 
 
+def usage_of_row(row: dict[str, Any]) -> TokenUsage:
+    """A `model_calls` (or `analyses`, `runs`) row's token columns back as a TokenUsage; files written before a
+    column existed read as 0."""
+    return TokenUsage(input=row.get("input_tokens") or 0, output=row.get("output_tokens") or 0,
+                      cache_write=row.get("cache_write_tokens") or 0, cache_read=row.get("cache_read_tokens") or 0,
+                      thinking=row.get("thinking_tokens") or 0, cache_write_1h=row.get("cache_write_1h_tokens") or 0)
+
+
 def model_call_row(call: ModelCall) -> dict[str, Any]:
     row = call.model_dump(exclude={"usage"})
     row.update(token_columns(call.usage), started_at=utc(call.started_at))
@@ -234,14 +242,16 @@ class MetricsStore:
             durations += [r["duration_s"] for r in table if r["source"] == "model" and r["iterations"] and r["duration_s"]]
         return statistics.median(durations) if durations else None
 
+    def night_calls(self, run_id: str, run_date: RunDate, columns: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every row of the night's model-call ledger, whichever attempt wrote it (only `columns`, if given)."""
+        folder = self.run_folder("model_calls", run_id, run_date)
+        paths = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+        return [row for path in paths for row in pq.read_table(path, columns=columns).to_pylist()]
+
     def recorded_calls(self, run_id: str, run_date: RunDate) -> set[tuple[str, datetime]]:
         """(call_id, started_at) of every model call the night's ledger already holds, whichever attempt wrote it."""
-        folder = self.run_folder("model_calls", run_id, run_date)
-        keys: set[tuple[str, datetime]] = set()
-        for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
-            table = pq.read_table(path, columns=["call_id", "started_at"])
-            keys.update(zip(table.column("call_id").to_pylist(), (utc(t) for t in table.column("started_at").to_pylist())))
-        return keys
+        rows = self.night_calls(run_id, run_date, columns=["call_id", "started_at"])
+        return {(row["call_id"], utc(row["started_at"])) for row in rows}
 
     def record_new_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ModelCall]) -> list[ModelCall]:
         """Write the calls the ledger does not hold yet, as a part of their own; return them.
@@ -288,30 +298,22 @@ class MetricsStore:
         return self._write_run_part("errors", run_id, run_date, "errors", rows)
 
     def write_run(self, report: RunReport, run_date: RunDate | None = None) -> Path:
-        """The night's row, replaced by each attempt: the night's spend from the ledger, its attempts counted.
+        """The night's row, replaced by each attempt: the night's spend from the ledger; its attempts are the flow
+        runs that wrote an `analyses` part (step 12 runs before this).
 
         `run_date` is the night's partition (the date its window ends, as for every other table of the
         night); without it, the day the report started."""
         day = run_date or report.started_at
-        folder = self.run_folder("runs", report.run_id, day)
-        previous = pq.read_table(folder / "run.parquet").to_pylist() if (folder / "run.parquet").is_file() else []
-        attempts = (previous[0].get("attempts") or 1) + 1 if previous else 1
+        attempts = max(len(list(self.run_folder("analyses", report.run_id, day).glob("analyses-*.parquet"))), 1)
         night = self.night_spend(report.run_id, day)
         row = run_row(report, night if night.calls else None, attempts)
         return self._write_run_part("runs", report.run_id, day, "run", [row])
 
     def night_spend(self, run_id: str, run_date: RunDate) -> NightSpend:
         """Every call the night's ledger holds, whichever attempt made it."""
-        folder = self.run_folder("model_calls", run_id, run_date)
-        tokens, cost, calls = TokenUsage(), 0.0, 0
-        for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
-            for row in pq.read_table(path).to_pylist():
-                tokens = tokens + TokenUsage(input=row["input_tokens"] or 0, output=row["output_tokens"] or 0,
-                                             cache_write=row["cache_write_tokens"] or 0, cache_read=row["cache_read_tokens"] or 0,
-                                             thinking=row["thinking_tokens"] or 0, cache_write_1h=row.get("cache_write_1h_tokens") or 0)
-                cost += row["cost_usd"] or 0.0
-                calls += 1
-        return NightSpend(tokens, round(cost, 6), calls)
+        rows = self.night_calls(run_id, run_date)
+        tokens = sum((usage_of_row(row) for row in rows), TokenUsage())
+        return NightSpend(tokens, round(sum(row["cost_usd"] or 0.0 for row in rows), 6), len(rows))
 
     def write_knowledge_index(self, index: dict) -> Path:
         """Snapshot of index.yml: the current state of the knowledge base, replaced on each rebuild."""

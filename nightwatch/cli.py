@@ -126,12 +126,9 @@ def _run_flow(settings: Settings, log: Path, hours, max_errors, max_issues, dry_
     except Exception as exc:  # a failed step: one line that names it; the traceback goes to the log file
         run_log.record_traceback(exc)
         cause = exc.__cause__
-        _fail(f"run failed: {_one_line(str(exc))} (traceback in {log})", 2 if isinstance(cause, USER_ERRORS) else 1)
+        from nightwatch.render.summary import one_line
 
-
-def _one_line(text: str, limit: int = 400) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+        _fail(f"run failed: {one_line(str(exc), 400)} (traceback in {log})", 2 if isinstance(cause, USER_ERRORS) else 1)
 
 
 def _settings(**overrides: object) -> Settings:

@@ -6,13 +6,13 @@ RunReport, and they validate whatever crosses a boundary (NerdGraph, the model, 
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
 from nightwatch.fingerprint import fingerprint_of
+from nightwatch.redact import printable
 
 Confidence = Literal["high", "medium", "low"]
 CONFIDENCE_RANK: dict[str, int] = {"high": 3, "medium": 2, "low": 1}  # higher is more trusted
@@ -27,21 +27,13 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_UNSAFE_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
 def _storable(value: object) -> object:
     """Production text that every writer can store: lone surrogates and NUL/control characters replaced.
 
     One crafted error (a NUL in its class, a lone surrogate in its message) must cost a replacement
     character, never the night: Parquet, YAML and JSON writers refuse such strings.
     """
-    if not isinstance(value, str):
-        return value
-    if value.isascii() and not _UNSAFE_CHARS.search(value):
-        return value
-    text = value.encode("utf-8", errors="replace").decode("utf-8")  # lone surrogates become '?'
-    return _UNSAFE_CHARS.sub("\N{REPLACEMENT CHARACTER}", text)
+    return printable(value)[0] if isinstance(value, str) else value
 
 
 StorableText = Annotated[str, BeforeValidator(_storable)]

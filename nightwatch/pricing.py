@@ -45,20 +45,22 @@ def price_for(model: str) -> Price:
     return _UNKNOWN
 
 
-def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False, cache_ttl: str = "5m") -> float:
-    """Cost of one call. `usage.input` excludes cached tokens, as the API reports it.
+def cache_write_units(usage: TokenUsage, cache_ttl: str = "5m") -> float:
+    """Cache writes in units of uncached input tokens, each priced by its TTL: `usage.cache_write_1h` at the
+    1-hour rate when the response said how its writes split; otherwise every write at `cache_ttl`'s rate."""
+    hour = min(usage.cache_write_1h, usage.cache_write)
+    rest_rate = CACHE_WRITE_MULTIPLIER["5m"] if hour else CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25)
+    return (usage.cache_write - hour) * rest_rate + hour * CACHE_WRITE_MULTIPLIER["1h"]
 
-    Cache writes are priced by their TTL: `usage.cache_write_1h` at the 1-hour rate when the response
-    said how its writes split; otherwise every write at `cache_ttl`'s rate.
-    """
+
+def cost_usd(model: str, usage: TokenUsage, *, batch: bool = False, cache_ttl: str = "5m") -> float:
+    """Cost of one call. `usage.input` excludes cached tokens, as the API reports it; cache writes are priced
+    by their TTL (`cache_write_units`)."""
     price = price_for(model)
     per_token_in = price.input / 1_000_000
-    hour = min(usage.cache_write_1h, usage.cache_write)
-    rest_rate = CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25) if not hour else CACHE_WRITE_MULTIPLIER["5m"]
     cost = (
         usage.input * per_token_in
-        + (usage.cache_write - hour) * per_token_in * rest_rate
-        + hour * per_token_in * CACHE_WRITE_MULTIPLIER["1h"]
+        + cache_write_units(usage, cache_ttl) * per_token_in
         + usage.cache_read * per_token_in * CACHE_READ_MULTIPLIER
         + usage.output * price.output / 1_000_000
     )

@@ -740,11 +740,14 @@ def _luhn_ok(candidate: str) -> bool:
 
 # printable, cap, clean, fence -----------------------------------------------------------------------
 def printable(text: str | bytes) -> tuple[str, bool]:
-    """Decode bytes and replace control characters; returns (text, had_binary)."""
+    """Decode bytes, replace lone surrogates ('?') and control characters; returns (text, had_binary).
+
+    What comes out every writer can store (UTF-8, Parquet, YAML, JSON) and every terminal shows as is."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
-    cleaned, n = _CONTROL.subn("\N{REPLACEMENT CHARACTER}", text)
-    return cleaned, n > 0 or "\N{REPLACEMENT CHARACTER}" in cleaned
+    encodable = text.encode("utf-8", errors="replace").decode("utf-8") if not text.isascii() else text
+    cleaned, n = _CONTROL.subn("\N{REPLACEMENT CHARACTER}", encodable)
+    return cleaned, n > 0 or encodable != text or "\N{REPLACEMENT CHARACTER}" in cleaned
 
 
 def cap(text: str, limit: int) -> tuple[str, str | None]:

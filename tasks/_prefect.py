@@ -23,3 +23,17 @@ def nightwatch_task(*args: Any, **kwargs: Any):
 
 def key(*parts: object) -> str:
     return ":".join(str(p) for p in parts)
+
+
+def raised(state: Any) -> BaseException | None:
+    """What a failed task run raised (for retry conditions and callers), or None when it cannot be read back."""
+    try:
+        cause = state.result(raise_on_failure=False)
+    except Exception:  # an unreadable result: the state's message is all there is
+        return None
+    return cause if isinstance(cause, BaseException) else None
+
+
+def from_cache(state: Any) -> bool:
+    """The task run was answered from Prefect's cache (an earlier attempt of the night did the work)."""
+    return state.name == "Cached"

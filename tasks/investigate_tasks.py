@@ -17,18 +17,16 @@ from __future__ import annotations
 import hashlib
 import threading
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import timedelta
 from typing import Iterator
 
-import pyarrow.parquet as pq
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import task_run
 
-from knowledge_store.metrics import MetricsStore
+from knowledge_store.metrics import MetricsStore, usage_of_row
 from nightwatch.agent.budgets import RunBudget, RunBudgetSpent, run_budget, weighted_tokens
 from nightwatch.agent.checkpoints import CheckpointStore
 from nightwatch.agent.client import AnthropicModelClient
@@ -42,7 +40,7 @@ from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, Trace
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
 from nightwatch.tokens import AnthropicCounter, TokenCounter
-from tasks._prefect import key, nightwatch_task
+from tasks._prefect import key, nightwatch_task, raised
 from tasks.context import RunContext, home, model_id, runtime, settings_for
 
 RETRIES = 1
@@ -75,14 +73,9 @@ def night_budget(ctx: RunContext) -> RunBudget:
 
 
 def ledger_spent(ctx: RunContext, model: str) -> float:
-    folder = MetricsStore(home(ctx)).run_folder("model_calls", ctx.run_id, ctx.run_date)
-    spent = 0.0
-    for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
-        for row in pq.read_table(path).to_pylist():
-            usage = TokenUsage(input=row["input_tokens"] or 0, output=row["output_tokens"] or 0,
-                               cache_write=row["cache_write_tokens"] or 0, cache_read=row["cache_read_tokens"] or 0)
-            spent += weighted_tokens(usage, row["model"] or model, batch=row["mode"] == "batch")
-    return spent
+    """What the night's ledger already holds (triage, earlier attempts), in input-equivalent tokens."""
+    rows = MetricsStore(home(ctx)).night_calls(ctx.run_id, ctx.run_date)
+    return sum(weighted_tokens(usage_of_row(row), row["model"] or model, batch=row["mode"] == "batch") for row in rows)
 
 
 def ensure_limit(settings: Settings) -> str:
@@ -117,11 +110,7 @@ def _investigate_key(_c, p) -> str:
 
 def _retryable(_task, _run, state) -> bool:
     """Retry an interruption; never a spent run budget, nor an analysis that ended without an answer."""
-    try:
-        cause = state.result(raise_on_failure=False)
-    except Exception:  # an unreadable result: judge by the message
-        cause = None
-    if isinstance(cause, (RunBudgetSpent, AnalysisFailed)):
+    if isinstance(raised(state), (RunBudgetSpent, AnalysisFailed)):
         return False
     return not any(name in (state.message or "") for name in ("RunBudgetSpent", "AnalysisFailed"))
 
@@ -147,7 +136,7 @@ def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData
                 cache=code_cache(ctx), events=event_log(ctx), max_iterations=settings.max_iterations,
                 token_budget=settings.token_budget_per_error,
                 cross_error=notes.recent(error.fingerprint) if settings.cross_error_context else None,
-                policy=replace(ContextPolicy.from_settings(settings), shared_cache_ttl=shared_ttl),
+                policy=ContextPolicy.from_settings(settings, shared_cache_ttl=shared_ttl),
                 run_budget=night_budget(ctx), checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
                 counter=_counter(ctx, definition.model or settings.model), raise_on_interrupt=task_run.run_count <= RETRIES,
             )
@@ -170,9 +159,8 @@ def _metered(ctx: RunContext, result: ErrorAnalysisResult) -> ErrorAnalysisResul
     fresh = store.record_new_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate", result.model_calls)
     old = [c for c in result.model_calls if c not in fresh]
     upto = max((c.iteration for c in old), default=0)
-    tools = [t for t in result.tool_calls if t.iteration > upto]
+    tools = [t for t in result.tool_calls if t.iteration > upto]  # tools answer model calls: new ones follow a fresh call
     if tools:
-        store.write_tool_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate-{fresh[0].started_at:%H%M%S%f}"
-                               if fresh else f"{result.fingerprint}-investigate", tools)
+        store.write_tool_calls(ctx.run_id, ctx.run_date, f"{result.fingerprint}-investigate-{fresh[0].started_at:%H%M%S%f}", tools)
     return result.model_copy(update={"model_calls": fresh, "tool_calls": tools, "tokens": sum((c.usage for c in fresh), TokenUsage()),
                                      "cost_usd": round(sum(c.cost_usd for c in fresh), 6)})

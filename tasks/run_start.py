@@ -10,6 +10,7 @@ from prefect import Task
 
 from nightwatch.models import RunReport, StepOutcome
 from nightwatch.settings import Settings
+from tasks._prefect import from_cache
 
 
 class StepFailed(Exception):
@@ -70,7 +71,7 @@ def run_step(report: RunReport, step: str, name: str, fn: Callable[..., Any], *a
         if isinstance(fn, Task):
             state = fn(*args, return_state=True)
             value = state.result()
-            status = "cached" if state.name == "Cached" else "ok"
+            status = "cached" if from_cache(state) else "ok"
         else:
             value, status = fn(*args), "ok"
     except Exception as exc:

@@ -20,7 +20,7 @@ from nightwatch.research import ResearchContext
 from nightwatch.triage import TriageOutcome, known_prior, route, triage_direct, triage_params
 from nightwatch.triage_batch import PollPolicy, collect, submit_or_resume, wait_for_batches
 from nightwatch.triage_batching import TriagePlan, plan_night
-from tasks._prefect import key, nightwatch_task
+from tasks._prefect import key, nightwatch_task, raised
 from tasks.api_limits import api_call
 from tasks.context import RunContext, home, model_id, runtime, settings_for
 
@@ -56,10 +56,7 @@ class TriageFailed(RuntimeError):
 
 def _retry_unless_configuration(_task, _run, state) -> bool:
     """A refused key or an unknown model will not get better by trying again."""
-    try:
-        cause = state.result(raise_on_failure=False)
-    except Exception:  # an unreadable result: retry, as for any failure
-        return True
+    cause = raised(state)
     return not (isinstance(cause, TriageFailed) and cause.configuration)
 
 
@@ -116,7 +113,7 @@ def plan_triage(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceDat
 
 def _retry_unless_refused(_task, _task_run, state) -> bool:
     """An outage is worth another try; a batch the API refused as a bad request is not."""
-    return not isinstance(state.result(raise_on_failure=False), BatchRefused)
+    return not isinstance(raised(state), BatchRefused)
 
 
 @nightwatch_task(name="submit_triage_batches", retries=2, retry_delay_seconds=5, retry_condition_fn=_retry_unless_refused)

@@ -15,7 +15,7 @@ import threading
 from typing import Callable
 
 from nightwatch.models import TokenUsage
-from nightwatch.pricing import BATCH_DISCOUNT, CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER, price_for
+from nightwatch.pricing import BATCH_DISCOUNT, CACHE_READ_MULTIPLIER, cache_write_units, price_for
 
 COMPLEXITY_ITERATIONS = {"simple": 0.6, "moderate": 0.85, "complex": 1.0}
 COMPLEXITY_THINKING = {"simple": 0.5, "moderate": 1.0, "complex": 1.5}
@@ -51,9 +51,7 @@ def thinking_budget(base: int, complexity: str | None, iteration: int, max_itera
 def weighted_tokens(usage: TokenUsage, model: str, cache_ttl: str = "5m", batch: bool = False) -> float:
     """The call's cost in units of uncached input tokens."""
     price = price_for(model) if price_for(model).input else price_for(PRICED_AS)
-    hour = min(usage.cache_write_1h, usage.cache_write)
-    rest_rate = CACHE_WRITE_MULTIPLIER["5m"] if hour else CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25)
-    tokens = (usage.input + (usage.cache_write - hour) * rest_rate + hour * CACHE_WRITE_MULTIPLIER["1h"]
+    tokens = (usage.input + cache_write_units(usage, cache_ttl)
               + usage.cache_read * CACHE_READ_MULTIPLIER + usage.output * price.output / price.input)
     return tokens * (BATCH_DISCOUNT if batch else 1.0)
 

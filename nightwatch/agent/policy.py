@@ -67,12 +67,13 @@ class ContextPolicy:
         return cls(prompt_caching=False, context_editing=False, compaction=False, watcher=False, checkpoints=False)
 
     @classmethod
-    def from_settings(cls, settings: Any, night_span_s: float = 0.0) -> "ContextPolicy":
+    def from_settings(cls, settings: Any, shared_cache_ttl: str = INTERACTIVE_TTL) -> "ContextPolicy":
+        """The settings' layers; `shared_cache_ttl` is the night's choice for its shared prefix (`shared_ttl_for`)."""
         keep = settings.clear_thinking_keep
         return cls(
             prompt_caching=settings.prompt_caching,
             cache_ttl=INTERACTIVE_TTL,
-            shared_cache_ttl=shared_ttl_for(night_span_s),
+            shared_cache_ttl=shared_cache_ttl,
             context_editing=settings.context_editing,
             clear_tool_uses_trigger=settings.clear_tool_uses_trigger,
             clear_tool_uses_keep=settings.clear_tool_uses_keep,

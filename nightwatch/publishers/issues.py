@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import uuid
 from dataclasses import dataclass
 from itertools import islice
@@ -21,7 +20,15 @@ from pydantic import BaseModel
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.github import GitHubRepoAdapter, github_errors
 from nightwatch.models import CreatedIssueResult, ErrorAnalysisResult
-from nightwatch.render.issue import fingerprint_marker, hidden, issue_body, issue_title, occurrence_comment, run_marker
+from nightwatch.render.issue import (
+    fingerprint_marker,
+    hidden,
+    issue_body,
+    issue_title,
+    marked_run,
+    occurrence_comment,
+    run_marker,
+)
 
 LABEL = "nightwatch"
 MAX_ISSUES_SCANNED = 500
@@ -36,13 +43,9 @@ class TrackedIssue(BaseModel):
     opened_by_run: str | None = None  # the night whose marker the issue's body carries
 
 
-_RUN_MARKER = re.compile(r"<!-- nightwatch:run=(\S+) -->")
-
-
 def opened_by(body: str | None) -> str | None:
     """The night that opened an issue, from the run marker in its body (not in its comments)."""
-    match = _RUN_MARKER.search((body or "").split(COMMENTS_HEADING)[0])
-    return match.group(1) if match else None
+    return marked_run((body or "").split(COMMENTS_HEADING)[0])
 
 
 class IssueTracker(Protocol):

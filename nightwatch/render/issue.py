@@ -34,6 +34,15 @@ def hidden(marker: str) -> str:
     return f"<!-- {marker} -->"
 
 
+_RUN_IN_MARKER = re.compile(re.escape(hidden(run_marker("@"))).replace("@", r"(\S+)"))
+
+
+def marked_run(text: str | None) -> str | None:
+    """The night a hidden run marker in `text` names (the first one), or None."""
+    match = _RUN_IN_MARKER.search(text or "")
+    return match.group(1) if match else None
+
+
 # safety ---------------------------------------------------------------------------------------------
 def safe(text: str | None, limit: int = 4_000) -> str:
     """Redacted, printable, capped, and unable to forge a hidden marker."""
