@@ -98,6 +98,8 @@ class StackFrame(Model):
     line: int | None = None
     method: StorableText = ""
     in_app: bool = False
+    located: bool = Field(default=False, description="`file` is a file of the repository (mapped from `deployed_path`).")
+    deployed_path: StorableText = Field(default="", description="The path production reported, when it differs from `file`.")
 
     def render(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file

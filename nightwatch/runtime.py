@@ -10,11 +10,13 @@ import hashlib
 import subprocess
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from nightwatch.models import SourceStatus
+from nightwatch.trace_paths import PathMap
 from nightwatch.settings import DEMO_DIR, Settings
 
 DEMO_EXPORT = DEMO_DIR / "nerdgraph_export.json"
@@ -92,6 +94,11 @@ class Runtime:
     issues: Any
     pulls: Any
     notifier_factory: Any
+
+    @cached_property
+    def paths(self) -> PathMap:
+        """Production paths of stack frames mapped to the code host's files (listed once per night)."""
+        return PathMap.of_host(self.host, self.settings.path_prefixes)
 
     def state(self, name: str) -> str:
         return next(s.state for s in self.statuses if s.name == name)

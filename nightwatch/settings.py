@@ -72,6 +72,9 @@ class Settings(BaseSettings):
         default="https://api.github.com", validation_alias=_env("NIGHTWATCH_GITHUB_BASE_URL", "GITHUB_API_URL")
     )
     code_path: Path | None = Field(default=None, description="A local git checkout used as the code host.")
+    path_prefixes: str = Field(
+        default="", description="Comma-separated deploy roots stripped from trace paths before they are matched to the "
+                                "repository's files, e.g. /var/www/shop/current/ (matched by longest suffix without them).")
 
     # Slack
     slack_bot_token: SecretStr | None = Field(

@@ -53,7 +53,7 @@ _LOCK = threading.Lock()
 
 def code_cache(ctx: RunContext) -> CodeCache:
     with _LOCK:
-        return _CACHES.setdefault(ctx.attempt_key, CodeCache(runtime(ctx).host))
+        return _CACHES.setdefault(ctx.attempt_key, CodeCache(runtime(ctx).host, runtime(ctx).paths))
 
 
 def event_log(ctx: RunContext) -> EventLog:

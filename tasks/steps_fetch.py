@@ -14,6 +14,7 @@ from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, pr_lookback, research_error
 from nightwatch.runtime import DEMO_IGNORE, ConfigurationError
 from nightwatch.selection import Selection, select_errors
+from nightwatch.trace_paths import locate_frames
 from tasks._prefect import key, nightwatch_task
 from tasks.context import RunContext, home, runtime, settings_for
 
@@ -65,12 +66,14 @@ def fetch_errors(ctx: RunContext) -> Selection:
 
 @nightwatch_task(
     name="fetch_traces", retries=2, retry_delay_seconds=5,
-    cache_key_fn=lambda _c, p: key("fetch_traces", p["error"].fingerprint, p["ctx"].window.key),
+    cache_key_fn=lambda _c, p: key("fetch_traces", p["error"].fingerprint, p["ctx"].window.key,
+                                   runtime(p["ctx"]).host.name, settings_for(p["ctx"]).path_prefixes),
     cache_expiration=timedelta(days=2),
 )
 def fetch_traces(ctx: RunContext, error: ErrorGroup) -> TraceData:
-    """Step 3: traces and stack frames of one selected error."""
-    return runtime(ctx).source.fetch_traces(error, ctx.window)
+    """Step 3: traces and stack frames of one selected error, each frame named by its repository path."""
+    rt = runtime(ctx)
+    return locate_frames(rt.source.fetch_traces(error, ctx.window), rt.paths)
 
 
 @nightwatch_task(name="recent_prs", retries=2, retry_delay_seconds=5)

@@ -18,6 +18,7 @@ from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence, redact
+from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
 MAX_RESULT_CHARS = 24_000
@@ -89,8 +90,9 @@ def tool_schemas(names: list[str]) -> list[dict[str, Any]]:
 class CodeCache:
     """Per-run cache of code-host reads shared by every investigation (seed 000, layer 8)."""
 
-    def __init__(self, host: CodeHost) -> None:
+    def __init__(self, host: CodeHost, paths: PathMap | None = None) -> None:
         self.host = host
+        self._paths = paths
         self._store: dict[tuple, Any] = {}
         self.hits = 0
         self.misses = 0
@@ -103,6 +105,13 @@ class CodeCache:
         value = produce()
         self._store[key] = value
         return value, False
+
+    @property
+    def paths(self) -> PathMap:
+        """Production paths to repository paths; built from the host on first use when not given."""
+        if self._paths is None:
+            self._paths = PathMap.of_host(self.host)
+        return self._paths
 
     @property
     def hit_rate(self) -> float:
@@ -153,13 +162,14 @@ class ToolRunner:
         return outcome
 
     def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolOutcome:
+        path, mapped = self.cache.paths.repo_path(path)  # a production path from the trace reads its repository file
         text, cached = self.cache.get(
             ("read", path, start_line, end_line),
             lambda: self.cache.host.read_file(path, start_line=start_line, end_line=end_line, numbered=True),
         )
         if path not in self.files_examined:
             self.files_examined.append(path)
-        return ToolOutcome(text, cached=cached)
+        return ToolOutcome(f"{mapped}\n{text}" if mapped else text, cached=cached)
 
     def _search_code(self, query: str, path_glob: str | None = None) -> ToolOutcome:
         hits, cached = self.cache.get(("search", query, path_glob), lambda: self.cache.host.search_code(query, path_glob=path_glob))

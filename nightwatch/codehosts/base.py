@@ -83,6 +83,10 @@ class CodeHost(Protocol):
 
     def file_digest(self, path: str) -> str | None: ...
 
+    def tracked_files(self) -> frozenset[str]:
+        """Every file path of the default branch (secret files included: only names, to map trace paths)."""
+        ...
+
 
 def safe_relative_path(path: str, allow_root: bool = False) -> str:
     """Normalise a repository path or refuse it: no NUL, no absolute path, no `..`, nothing in .git."""

@@ -222,6 +222,16 @@ class GitHubHost(GitHubRepoAdapter):
             raise CodeHostError(f"{rel} is a file; use read_file")
         return sorted(c.path + "/" if c.type == "dir" else c.path for c in contents if not secret_file_reason(c.path))
 
+    @cached_property
+    def _tree(self) -> frozenset[str]:
+        with github_errors("listing the repository's files"):
+            tree = self.repository.get_git_tree(self.default_branch(), recursive=True)
+        return frozenset(item.path for item in tree.tree if item.type == "blob" and item.path)
+
+    def tracked_files(self) -> frozenset[str]:
+        """The default branch's files, from one recursive git tree request (a truncated tree maps what it lists)."""
+        return self._tree
+
     # search -------------------------------------------------------------------------------------
     def search_code(
         self, query: str, path_glob: str | None = None, limit: int = 20, regex: bool = False

@@ -95,6 +95,9 @@ class LocalRepoHost:
             ) from exc
         return frozenset(p for p in out.split("\x00") if p)
 
+    def tracked_files(self) -> frozenset[str]:
+        return self._tracked
+
     @cached_property
     def _tracked_dirs(self) -> frozenset[str]:
         """Every folder holding a tracked file, at any depth."""

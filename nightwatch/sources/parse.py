@@ -204,7 +204,7 @@ def merge_groups(a: ErrorGroup, b: ErrorGroup) -> ErrorGroup:
 _PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<method>.+?))?\s*$')
 _AT_FRAME = re.compile(r"^\s*at\s+(?:(?P<method>[^\s(]+)\s*\()?(?P<file>[^\s()]+?):(?P<line>\d+)(?::\d+)?\)?\s*$")
 _RUBY_FRAME = re.compile(
-    r"^\s*(?:from\s+)?(?P<file>[^\s:'\"`(][^\s:]*):(?P<line>\d+)(?::in\s+[`'](?P<method>[^`']*)')?"
+    r"^\s*(?:from\s+)?(?P<file>(?:[A-Za-z]:[\\/])?[^\s:'\"`(][^\s:]*):(?P<line>\d+)(?::in\s+[`'](?P<method>[^`']*)')?"
 )
 
 

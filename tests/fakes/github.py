@@ -193,6 +193,7 @@ class FakeGitHub:
             ("POST", r + "/issues/{number}/comments", self._create_comment),
             ("POST", r + "/issues/{number}/labels", self._add_labels),
             ("GET", r + "/git/ref/(?P<ref>.+)", self._get_ref),
+            ("GET", r + "/git/trees/(?P<tree>.+)", self._get_tree),
             ("POST", r + "/git/refs", self._create_ref),
         ]
         for method, pattern, handler in routes:
@@ -366,6 +367,21 @@ class FakeGitHub:
         payload = req.json()
         labels.extend(n for n in (payload.get("labels", []) if isinstance(payload, dict) else payload) if n not in labels)
         return Reply(200, [{"name": n} for n in labels])
+
+    def _get_tree(self, req: Request) -> Reply:
+        """GET /git/trees/{sha}: a branch name or its sha; `recursive` lists every blob, else the top level."""
+        tree = unquote(req.params["tree"])
+        branch = next((b for b in self.branches if tree in (b, self.branch_sha(b))), None)
+        if branch is None:
+            return Reply(404, {"message": "Not Found"})
+        files = self.branches[branch]
+        recursive = bool(self._q(req, "recursive"))
+        paths = sorted(files) if recursive else sorted({p.split("/", 1)[0] for p in files})
+        entries = [{"path": p, "mode": "100644" if p in files else "040000", "type": "blob" if p in files else "tree",
+                    "sha": blob_sha(files[p]) if p in files else hashlib.sha1(p.encode()).hexdigest(),
+                    "size": len(files[p]) if p in files else None, "url": self._api(f"/git/blobs/{p}")} for p in paths]
+        return Reply(200, {"sha": self.branch_sha(branch), "url": self._api(f"/git/trees/{tree}"), "tree": entries,
+                           "truncated": False})
 
     def _get_ref(self, req: Request) -> Reply:
         ref = unquote(req.params["ref"])
