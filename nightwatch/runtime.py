@@ -10,14 +10,14 @@ import hashlib
 import subprocess
 import threading
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from nightwatch.models import SourceStatus
-from nightwatch.trace_paths import PathMap
 from nightwatch.settings import DEMO_DIR, Settings
+from nightwatch.trace_paths import PathMap
 
 DEMO_EXPORT = DEMO_DIR / "nerdgraph_export.json"
 DEMO_IGNORE = DEMO_DIR / "ignore.yml"
