@@ -55,6 +55,7 @@ def nightwatch_flow(
     report.demo_data, report.offline_model = rt.demo_data, rt.model_client.offline
     selection = run_step(report, "2", "fetch_errors", fetch.fetch_errors, ctx)
     report.errors_found, report.errors_ignored, report.errors_selected = len(selection.found), len(selection.ignored), len(selection.selected)
+    report.noise = selection.noise
     report.warnings += selection.warnings
     errors = selection.selected
     traces = run_step(report, "3", "fetch_traces", lambda c: [f.result() for f in [fetch.fetch_traces.submit(c, e) for e in errors]], ctx)

@@ -12,6 +12,9 @@ Matching is case-sensitive; a regex rule can say `(?i)` itself. Every rule needs
 reader of the file knows why an error is hidden. A broken file is an error that names the file, the
 rule and the problem, never a silently shorter list.
 
+NightWatch ships its own noise rules (noise.yml: vulnerability scanners, unknown formats, bots), applied
+to every source after the team's file; `name` labels a rule in the report, which says what each dropped.
+
 Regex rules run on the `regex` engine with a time limit per match, over at most MATCH_CHARS of each
 field: a catastrophic pattern such as `(a+)+$` against a long crafted message costs one time-out and
 a warning, after which the rule is switched off for the rest of the night, never a hung night.
@@ -33,6 +36,7 @@ MatchKind = Literal["contains", "exact", "prefix", "regex"]
 FieldName = Literal["error_class", "message", "transaction", "any"]
 _FIELDS: tuple[str, ...] = ("error_class", "message", "transaction")
 MATCH_CHARS = 16_384  # a field longer than this is matched on its first MATCH_CHARS characters
+DEFAULT_NOISE_FILE = Path(__file__).resolve().parent / "noise.yml"
 MATCH_TIMEOUT_S = 0.25  # per regex search; a rule that times out once is off for the rest of the night
 
 
@@ -49,6 +53,7 @@ class IgnoreRule(BaseModel):
     match: MatchKind = "contains"
     field: FieldName = "any"
     reason: str
+    name: str = ""
     _regex: Any = PrivateAttr(default=None)
     _timed_out: str | None = PrivateAttr(default=None)
 
@@ -71,6 +76,11 @@ class IgnoreRule(BaseModel):
     def matches(self, error: ErrorGroup) -> bool:
         fields = _FIELDS if self.field == "any" else (self.field,)
         return any(self._matches_text(getattr(error, name) or "") for name in fields)
+
+    @property
+    def label(self) -> str:
+        """How the report names the rule: its name, else its pattern."""
+        return self.name or self.pattern
 
     @property
     def timed_out(self) -> str | None:
@@ -112,6 +122,11 @@ def load_ignore_rules(path: Path | None) -> list[IgnoreRule]:
     if problems:
         raise InvalidIgnoreRules(f"ignore file {path} has {len(problems)} invalid rule(s):\n  " + "\n  ".join(problems))
     return rules
+
+
+def noise_rules(ignore_file: Path | None, defaults: bool = True) -> list[IgnoreRule]:
+    """The rules of a night: the team's ignore file first, then NightWatch's shipped noise rules."""
+    return load_ignore_rules(ignore_file) + (load_ignore_rules(DEFAULT_NOISE_FILE) if defaults else [])
 
 
 def _entries(path: Path) -> list[Any]:
@@ -164,7 +179,7 @@ def _explain_one(error: Any) -> str:
     if kind == "missing":
         return f"missing required key '{key}'"
     if kind == "extra_forbidden":
-        return f"unknown key '{key}' (allowed: pattern, match, field, reason)"
+        return f"unknown key '{key}' (allowed: pattern, match, field, reason, name)"
     if kind == "literal_error" and key == "match":
         return f"unknown match kind {error['input']!r} (expected contains, exact, prefix or regex)"
     if kind == "literal_error" and key == "field":

@@ -307,6 +307,16 @@ class IgnoreSuggestion(Model):
     evidence: str
 
 
+class NoiseDrop(Model):
+    """What one ignore or noise rule dropped in a night."""
+
+    rule: str
+    reason: str
+    errors: int = 0
+    occurrences: int = 0
+    examples: list[str] = Field(default_factory=list)
+
+
 class SourceStatus(Model):
     name: str
     state: SourceState
@@ -343,6 +353,7 @@ class RunReport(Model):
     errors_found: int = 0
     errors_ignored: int = 0
     errors_selected: int = 0
+    noise: list[NoiseDrop] = Field(default_factory=list, description="What each ignore or noise rule dropped.")
     results: list[ErrorAnalysisResult] = Field(default_factory=list)
     issues: list[CreatedIssueResult] = Field(default_factory=list)
     pr: CreatedPRResult | None = None

@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import Field
 
 from nightwatch.ignore import IgnoreRule, apply_ignore_rules
-from nightwatch.models import CONFIDENCE_RANK, ErrorAnalysisResult, ErrorGroup, Model, Window
+from nightwatch.models import CONFIDENCE_RANK, ErrorAnalysisResult, ErrorGroup, Model, NoiseDrop, Window
 from nightwatch.ranking import rank_errors, select_top
 from nightwatch.sources.base import ErrorSource
 
@@ -17,6 +17,7 @@ class Selection(Model):
     demo: bool
     found: list[ErrorGroup] = Field(default_factory=list)
     ignored: dict[str, str] = Field(default_factory=dict)  # fingerprint -> rule reason
+    noise: list[NoiseDrop] = Field(default_factory=list)  # what each rule dropped
     selected: list[ErrorGroup] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
@@ -30,10 +31,23 @@ def select_errors(source: ErrorSource, window: Window, rules: list[IgnoreRule], 
         source=source.name,
         demo=source.demo,
         found=batch.errors,
-        ignored={e.fingerprint: f"{rule.pattern} ({rule.reason})" for e, rule in ignored},
+        ignored={e.fingerprint: f"{rule.label} ({rule.reason})" for e, rule in ignored},
+        noise=noise_drops(ignored),
         selected=select_top(ranked, max_errors),
         warnings=batch.warnings + slow,
     )
+
+
+def noise_drops(ignored: list[tuple[ErrorGroup, IgnoreRule]], examples: int = 3) -> list[NoiseDrop]:
+    """Per rule, in the order rules first dropped something: how many errors and occurrences, a few labels."""
+    drops: dict[str, NoiseDrop] = {}
+    for error, rule in ignored:
+        drop = drops.setdefault(rule.label, NoiseDrop(rule=rule.label, reason=rule.reason))
+        drop.errors += 1
+        drop.occurrences += error.occurrences
+        if len(drop.examples) < examples:
+            drop.examples.append(f"{error.error_class}: {error.message[:100]}" if error.message else error.label)
+    return list(drops.values())
 
 
 def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisResult]:

@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     # Errors from a NerdGraph export file instead of the API (the demo default when no key is set).
     errors_file: Path | None = None
     ignore_file: Path | None = None
+    noise_defaults: bool = Field(default=True, description="Apply NightWatch's shipped noise rules (nightwatch/noise.yml) "
+                                                            "after the ignore file, to every source.")
 
     # Code host: GitHub (token + repo) or a local checkout.
     github_token: SecretStr | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_TOKEN", "GITHUB_TOKEN"))

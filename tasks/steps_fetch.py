@@ -8,7 +8,7 @@ from pathlib import Path
 from knowledge_store.doctor import check_index, quarantine_documents
 from knowledge_store.index import KnowledgeIndexError, load_index
 from knowledge_store.search import search_prior_knowledge
-from nightwatch.ignore import load_ignore_rules
+from nightwatch.ignore import noise_rules
 from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
 from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, pr_lookback, research_error
@@ -54,13 +54,13 @@ def ignore_file_of(ctx: RunContext) -> str | None:
 @nightwatch_task(
     name="fetch_errors", retries=2, retry_delay_seconds=5,
     cache_key_fn=lambda _c, p: key("fetch_errors", runtime(p["ctx"]).source.name, p["ctx"].window.key, p["ctx"].max_errors,
-                                   ignore_file_of(p["ctx"])),
+                                   ignore_file_of(p["ctx"]), settings_for(p["ctx"]).noise_defaults),
     cache_expiration=timedelta(days=2),
 )
 def fetch_errors(ctx: RunContext) -> Selection:
-    """Step 2: NRQL over the window, ignore rules, ranking, top N."""
+    """Step 2: NRQL over the window, the team's ignore rules and the shipped noise rules, ranking, top N."""
     path = ignore_file_of(ctx)
-    rules = load_ignore_rules(Path(path) if path else None)
+    rules = noise_rules(Path(path) if path else None, defaults=settings_for(ctx).noise_defaults)
     return select_errors(runtime(ctx).source, ctx.window, rules, ctx.max_errors, ctx.anchor)
 
 

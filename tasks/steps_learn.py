@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 
 from knowledge_store.doctor import check_views_file, quarantine_documents, quarantine_parquet, quarantine_skipped
@@ -9,13 +11,13 @@ from knowledge_store.documents import update_doc_metadata, write_error_doc, writ
 from knowledge_store.duck import refresh_views
 from knowledge_store.index import load_index, rebuild_index
 from knowledge_store.metrics import MetricsStore
-from nightwatch.ignore import load_ignore_rules
+from nightwatch.ignore import noise_rules
 from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
 from nightwatch.patterns import detect_patterns as detect_patterns_core
 from nightwatch.patterns import suggest_ignore_updates
 from nightwatch.selection import Selection
 from tasks._prefect import nightwatch_task
-from tasks.context import RunContext, home
+from tasks.context import RunContext, home, settings_for
 
 
 @nightwatch_task(name="compound")
@@ -51,7 +53,8 @@ def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None)
     knowledge = home(ctx) / "knowledge"
     history = load_index(knowledge).get("solutions", [])
     patterns = detect_patterns_core(report.results, history)
-    rules = [r.model_dump() for r in load_ignore_rules(ignore_file)] if ignore_file else []
+    in_force = noise_rules(Path(ignore_file) if ignore_file else None, defaults=settings_for(ctx).noise_defaults)
+    rules = [r.model_dump() for r in in_force]
     suggestions = suggest_ignore_updates(report.results, history, rules)
     if not ctx.dry_run:
         for pattern in patterns:

@@ -18,6 +18,7 @@ from nightwatch.render.summary import (
     failure_lines,
     has_followup,
     money,
+    noise_lines,
     one_line,
     root_cause_of,
     route_of,
@@ -111,7 +112,13 @@ def _errors(report: RunReport) -> list[str]:
          route_of(r), confidence_of(r), str(r.iterations), f"{r.tokens.total:,}", money(r.cost_usd)]
         for rank, r in enumerate(report.results, 1)
     ]
-    return lines + [""] + table(headers, rows)
+    return lines + [""] + table(headers, rows) + _noise(report)
+
+
+def _noise(report: RunReport) -> list[str]:
+    if not report.noise:
+        return []
+    return ["", "Dropped as noise:", ""] + [f"- {md(line)}" for line in noise_lines(report)]
 
 
 def _findings(report: RunReport) -> list[str]:

@@ -88,6 +88,11 @@ def funnel_text(report: RunReport) -> str:
     )
 
 
+def noise_lines(report: RunReport) -> list[str]:
+    """One line per ignore or noise rule that dropped something tonight."""
+    return [f"{d.rule}: {d.errors:,} error(s), {d.occurrences:,} occurrence(s): {d.reason}" for d in report.noise]
+
+
 def status_line(report: RunReport) -> str:
     """One line that says whether the night did its job; the exit code follows it."""
     if report.succeeded:
@@ -267,7 +272,13 @@ def _errors_table(report: RunReport) -> list[str]:
                         r.iterations, f"{r.tokens.total:,}", money(r.cost_usd))
         )
         lines.append(f"    in {one_line(r.error.transaction, WIDTH - 7)}")
-    return lines
+    return lines + _noise(report)
+
+
+def _noise(report: RunReport) -> list[str]:
+    if not report.noise:
+        return []
+    return ["", "Dropped as noise"] + [line for text in noise_lines(report) for line in _wrapped("  - ", text, 4)]
 
 
 _CONTEXT_ROW = "{:>3} {:>3} {:>7} {:>7} {:>8} {:>8} {:>4} {:>5} {:>8} {:>4} {:>8}"
