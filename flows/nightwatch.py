@@ -74,6 +74,9 @@ def nightwatch_flow(
 
     chosen = run_step(report, "7", "select_for_issues", publish.select_for_issues, ctx, report.results, critical=False) or []
     chosen = run_step(report, "8", "correlate_prs", publish.correlate_prs, ctx, chosen, prs, critical=False) or chosen
+    by_error = dict(zip((e.fingerprint for e in errors), traces))
+    chosen = run_step(report, "8.5", "check_fixes", publish.check_fixes, ctx, chosen,
+                      [by_error[r.fingerprint] for r in chosen if r.fingerprint in by_error], critical=False) or chosen
     report.issues = run_step(report, "9", "file_issues", publish.file_issues, ctx, chosen, report.demo_data, critical=False) or []
     report.pr = run_step(report, "10", "propose_fix", publish.propose_fix, ctx, chosen, report.issues, critical=False)
     run_step(report, "11", "follow_up", publish.follow_up, ctx, report, critical=False)

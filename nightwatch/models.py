@@ -236,6 +236,29 @@ class CorrelatedPR(Model):
     overlap: list[str] = Field(default_factory=list)
 
 
+class FixCheck(Model):
+    """One check of the fix gate: passed, failed (the PR is refused), or could not run here."""
+
+    name: str
+    status: Literal["passed", "failed", "not_checked"]
+    detail: str = ""
+
+
+class FixGate(Model):
+    """Every check a proposed fix went through before a draft PR."""
+
+    checks: list[FixCheck] = Field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and not any(c.status == "failed" for c in self.checks)
+
+    @property
+    def refusal(self) -> str:
+        """The failed checks, as one reason."""
+        return "; ".join(f"{c.name}: {c.detail}" for c in self.checks if c.status == "failed")
+
+
 class ErrorAnalysisResult(Model):
     """Everything NightWatch concluded about one error in one run."""
 
@@ -256,6 +279,7 @@ class ErrorAnalysisResult(Model):
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
     duration_s: float = 0.0
     failure: str | None = None
+    fix_gate: FixGate | None = Field(default=None, description="The checks of the proposed fix (step 8.5), when it has one.")
 
     @property
     def fingerprint(self) -> str:

@@ -1,11 +1,12 @@
-"""Steps 5-11: report, notify, select, correlate, file issues, propose the fix, follow up."""
+"""Steps 5-11: report, notify, select, correlate, check fixes, file issues, propose the fix, follow up."""
 
 from __future__ import annotations
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from nightwatch.fix import FixRejected, choose_best_fix, confidence_gate, validate_fix
-from nightwatch.models import CorrelatedPR, CreatedIssueResult, CreatedPRResult, ErrorAnalysisResult, RunReport
+from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
+from nightwatch.fix_gate import check_fix, crash_site
+from nightwatch.models import CorrelatedPR, CreatedIssueResult, CreatedPRResult, ErrorAnalysisResult, RunReport, TraceData
 from nightwatch.publishers.issues import file_issues as file_issues_core
 from nightwatch.publishers.pull_requests import propose_fix as propose_fix_core
 from nightwatch.render.markdown import report_markdown
@@ -54,6 +55,23 @@ def correlate_prs(ctx: RunContext, chosen: list[ErrorAnalysisResult], prs: list[
     return out
 
 
+@nightwatch_task(name="check_fixes")
+def check_fixes(ctx: RunContext, chosen: list[ErrorAnalysisResult], traces: list[TraceData]) -> list[ErrorAnalysisResult]:
+    """Step 8.5: every proposed fix through the gate (applies, parses, not symptom-only, confidence); the issue
+    lists the checks, and only a fix that passes them all can become the draft PR."""
+    crashes = {t.fingerprint: crash_site(t) for t in traces}
+    host, minimum = runtime(ctx).host, settings_for(ctx).pr_min_confidence
+    out = []
+    for result in chosen:
+        analysis = result.analysis
+        if analysis is None or not (analysis.has_fix and analysis.file_changes):
+            out.append(result)
+            continue
+        gate, _ = check_fix(analysis, host, minimum, crashes.get(result.fingerprint))
+        out.append(result.model_copy(update={"fix_gate": gate}))
+    return out
+
+
 @nightwatch_task(name="file_issues", retries=3, retry_delay_seconds=[5, 30, 120])
 def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) -> list[CreatedIssueResult]:
     """Step 9: create, or comment "new occurrence" on the existing issue; idempotent by fingerprint."""
@@ -65,14 +83,15 @@ def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) 
 
 @nightwatch_task(name="propose_fix", retries=3, retry_delay_seconds=[5, 30, 120])
 def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list[CreatedIssueResult]) -> CreatedPRResult | None:
-    """Step 10: validate the best fix and open one draft PR (idempotent)."""
-    best = choose_best_fix(chosen)
+    """Step 10: the best fix that passed every check of step 8.5 becomes one draft PR (idempotent)."""
+    best = choose_best_fix([r for r in chosen if r.fix_gate and r.fix_gate.passed])
     if best is None:
-        return None
+        refused = choose_best_fix(chosen)
+        if refused is None:
+            return None
+        why = refused.fix_gate.refusal if refused.fix_gate else "the fix was not checked"
+        return CreatedPRResult(fingerprint=refused.fingerprint, action="skipped", reason=f"no PR: {why}")
     rt = runtime(ctx)
-    gate = confidence_gate(best.analysis, settings_for(ctx).pr_min_confidence)  # type: ignore[arg-type]
-    if gate:
-        return CreatedPRResult(fingerprint=best.fingerprint, action="skipped", reason=f"no PR: {gate}")
     try:
         fix = validate_fix(best.analysis, rt.host)  # type: ignore[arg-type]
     except FixRejected as exc:

@@ -11,7 +11,7 @@ import posixpath
 import re
 
 from nightwatch.fix import FixRejected, ValidatedFix, checked_path
-from nightwatch.models import ErrorAnalysisResult, FileChange
+from nightwatch.models import ErrorAnalysisResult, FileChange, FixGate
 from nightwatch.redact import clean
 from nightwatch.render.neutral import no_links, no_mentions, visible
 
@@ -96,6 +96,7 @@ def issue_body(result: ErrorAnalysisResult, run_id: str, demo: bool) -> str:
         _error_section(result),
         _cause_section(result),
         _changes_section(result.analysis.file_changes if result.analysis else []),
+        _checks_section(result.fix_gate, heading="## Fix checks"),
         _next_steps_section(result),
         _prs_section(result),
         _confidence_section(result),
@@ -150,6 +151,20 @@ def _changes_section(changes: list[FileChange]) -> str:
         if excerpt:
             blocks.append(fenced(excerpt, "diff"))
     return "\n\n".join(blocks)
+
+
+_CHECK_MARK = {"passed": "passed", "failed": "**failed**", "not_checked": "not checked"}
+
+
+def _checks_section(gate: FixGate | None, heading: str) -> str:
+    """Each check of the fix gate; for an issue, whether the change can become a draft PR and why not."""
+    if gate is None or not gate.checks:
+        return ""
+    lines = [heading]
+    if heading.startswith("## Fix") and not gate.passed:
+        lines.append("> This change is **not opened as a draft PR**: " + _one_line(prose(gate.refusal, 1_500)))
+    lines += [f"- {_CHECK_MARK[c.status]}: {code(c.name)}: {_one_line(prose(c.detail, 400))}" for c in gate.checks]
+    return "\n".join(lines)
 
 
 def _refusal(path: str) -> str | None:
@@ -243,6 +258,7 @@ def pr_body(result: ErrorAnalysisResult, fix: ValidatedFix, issue_number: int | 
         "## Changes\n" + "\n".join(_change_line(c) for c in (analysis.file_changes if analysis else [])),
         "## Diff\n" + fenced(safe(fix.diff, 20_000), "diff"),
         f"## Confidence\n**{analysis.confidence if analysis else 'low'}**",
+        _checks_section(result.fix_gate, heading="## Checks") or "## Checks\n_No checks were recorded._",
     ]
     return _capped("\n\n".join(sections)) + "\n\n" + hidden(fingerprint_marker(result.fingerprint)) + "\n"
 
