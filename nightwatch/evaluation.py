@@ -1,0 +1,357 @@
+"""`nightwatch eval`: replay known production errors as nights and score what each night concluded.
+
+A case is a folder (see evals/README.md): the night's errors as a NerdGraph export, the answer key, and
+the repository files at the case's commit. Each case runs as its own night on its own checkout and home,
+through the same flow a scheduled night runs, so what is scored is what users get: path mapping, noise
+rules, triage, the investigation, the fix gate. Scores are compared with a baseline; a check a case passed
+there and fails now is a regression (exit 1). Running the night is the caller's job (the CLI passes the flow):
+this module never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError
+
+from nightwatch.codehosts.local import LocalRepoHost
+from nightwatch.fingerprint import normalise_transaction
+from nightwatch.models import ErrorAnalysisResult, Model, RunReport, Window
+from nightwatch.sources.export_file import ExportFileSource
+from nightwatch.trace_paths import PathMap, locate_frames
+
+LINE_SLACK = 3  # a named line this close to the expected range counts as in range
+CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths")
+
+
+class EvalError(Exception):
+    """A case folder or the baseline cannot be used; the message names the file and the problem."""
+
+
+class Span(Model):
+    file: str
+    line: int | None = None
+    lines: tuple[int, int] | None = None
+
+    @property
+    def range(self) -> tuple[int, int] | None:
+        if self.lines:
+            return min(self.lines), max(self.lines)
+        return (self.line, self.line) if self.line else None
+
+    def covers(self, file: str, line: int | None) -> bool:
+        bounds = self.range
+        return file == self.file and line is not None and bounds is not None and (
+            bounds[0] - LINE_SLACK <= line <= bounds[1] + LINE_SLACK)
+
+
+class CaseSource(Model):
+    demo: bool = False
+    repository: str = ""
+    commit: str = ""
+    fix_commit: str = ""
+    license: str = ""
+
+
+class CaseError(Model):
+    error_class: str
+    transaction: str
+
+
+class EvalCase(Model):
+    id: str
+    title: str = ""
+    source: CaseSource
+    error: CaseError
+    route: str = "deep"
+    crash: Span
+    origin: Span
+    alternatives: list[Span] = Field(default_factory=list)
+    root_cause_keywords: list[str] = Field(default_factory=list)
+    noise: list[CaseError] = Field(default_factory=list)
+    notes: str = ""
+    folder: Path = Path(".")
+
+    @property
+    def export(self) -> Path:
+        return self.folder / "export.json"
+
+    @property
+    def origin_differs(self) -> bool:
+        return self.origin.file != self.crash.file or not self.origin.covers(self.crash.file, self.crash.line)
+
+    def fix_spans(self) -> list[Span]:
+        return [self.origin, *self.alternatives]
+
+
+class CaseScore(Model):
+    """What one night concluded about one case; a check is None when it does not apply."""
+
+    case: str
+    route: str = ""
+    route_expected: str = ""
+    checks: dict[str, bool | None] = Field(default_factory=dict)
+    pr: str = "none"  # opened | refused | none
+    pr_reason: str = ""
+    pr_file_right: bool | None = None
+    frames_mapped: int = 0
+    frames_in_app: int = 0
+    refused_reads: int = 0
+    keywords_found: int = 0
+    keywords: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    iterations: int = 0
+    seconds: float = 0.0
+    failure: str = ""
+
+
+# cases ------------------------------------------------------------------------------------------------------
+
+
+def load_cases(root: Path, names: list[str] | None = None) -> list[EvalCase]:
+    """Every case folder under `root` (or the named ones), sorted by name."""
+    root = Path(root)
+    if not root.is_dir():
+        raise EvalError(f"no eval cases folder at {root}")
+    folders = sorted(p for p in root.iterdir() if (p / "expected.yml").is_file())
+    if names:
+        known = {p.name for p in folders}
+        if missing := [n for n in names if n not in known]:
+            raise EvalError(f"no such case(s) in {root}: {', '.join(missing)}")
+        folders = [p for p in folders if p.name in names]
+    return [load_case(p) for p in folders]
+
+
+def load_case(folder: Path) -> EvalCase:
+    path = folder / "expected.yml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        case = EvalCase.model_validate({**(data or {}), "folder": folder})
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise EvalError(f"{path}: {exc}") from exc
+    if case.id != folder.name:
+        raise EvalError(f"{path}: id {case.id!r} differs from its folder name {folder.name!r}")
+    if not case.export.is_file():
+        raise EvalError(f"{folder}: no export.json")
+    return case
+
+
+def exported_at(case: EvalCase) -> datetime:
+    data = json.loads(case.export.read_text(encoding="utf-8"))
+    moment = datetime.fromisoformat(str(data["exported_at"]).replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+# repositories -----------------------------------------------------------------------------------------------
+
+
+def prepare_repository(case: EvalCase, dest: Path, checkout: Path | None = None) -> Path:
+    """A git checkout of the case's code at `dest`: the demo application, the case's vendored files, or
+    `source.commit` of a local clone (`--repo`)."""
+    if case.source.demo:
+        from nightwatch.codehosts.demo_repo import materialize_demo_repo
+        from nightwatch.runtime import DEMO_APP, DEMO_HISTORY
+
+        return materialize_demo_repo(DEMO_APP, DEMO_HISTORY, dest, exported_at(case))
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    if checkout is not None:
+        _extract_commit(Path(checkout), case.source.commit, dest)
+    else:
+        vendored = case.folder / "repo"
+        if not vendored.is_dir():
+            raise EvalError(f"{case.folder}: no repo/ folder; run with --repo pointing at a clone of {case.source.repository}")
+        shutil.copytree(vendored, dest, dirs_exist_ok=True)
+    _commit_tree(dest, case)
+    return dest
+
+
+def _extract_commit(clone: Path, commit: str, dest: Path) -> None:
+    if not commit:
+        raise EvalError("the case names no source.commit to check out")
+    archive = dest.parent / f".{dest.name}.tar"
+    with archive.open("wb") as out:
+        proc = subprocess.run(["git", "-C", str(clone), "archive", "--format=tar", commit], stdout=out, stderr=subprocess.PIPE,
+                              check=False, timeout=300)
+    if proc.returncode != 0:
+        archive.unlink(missing_ok=True)
+        raise EvalError(f"cannot check out {commit} from {clone}: {proc.stderr.decode(errors='replace').strip()[:300]}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+
+
+def _commit_tree(root: Path, case: EvalCase) -> None:
+    env = {"GIT_AUTHOR_NAME": "eval", "GIT_AUTHOR_EMAIL": "eval@nightwatch.invalid", "GIT_COMMITTER_NAME": "eval",
+           "GIT_COMMITTER_EMAIL": "eval@nightwatch.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    import os
+
+    full = {**os.environ, **env}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["commit", "-q", "--allow-empty", "-m", f"{case.id} at {case.source.commit or 'its commit'}"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=full, capture_output=True, timeout=120)
+
+
+# scoring ----------------------------------------------------------------------------------------------------
+
+
+def frame_mapping(case: EvalCase, repo: Path) -> tuple[int, int]:
+    """(application frames found in the repository, application frames) of the case error's trace."""
+    source = ExportFileSource(case.export)
+    moment = exported_at(case)
+    window = Window(start=datetime(1970, 1, 1, tzinfo=timezone.utc), end=moment.replace(year=moment.year + 1))
+    error = next((e for e in source.fetch_errors(window).errors if _is(e.error_class, e.transaction, case.error)), None)
+    if error is None:
+        raise EvalError(f"{case.export}: no row for {case.error.error_class} in {case.error.transaction}")
+    traces = locate_frames(source.fetch_traces(error, window), PathMap.of_host(LocalRepoHost(repo)))
+    app = [f for f in traces.stack_frames if f.in_app]
+    return sum(1 for f in app if f.located), len(app)
+
+
+def _is(error_class: str, transaction: str, expected: CaseError) -> bool:
+    return error_class == expected.error_class and normalise_transaction(transaction) == normalise_transaction(expected.transaction)
+
+
+def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: float) -> CaseScore:
+    result = next((r for r in report.results if _is(r.error.error_class, r.error.transaction, case.error)), None)
+    out = CaseScore(case=case.id, route_expected=case.route, frames_mapped=mapped[0], frames_in_app=mapped[1],
+                    keywords=len(case.root_cause_keywords), seconds=round(seconds, 1))
+    out.checks["noise"] = _noise_dropped(case, report)
+    out.checks["paths"] = mapped[0] == mapped[1]
+    if result is None:
+        out.failure = "the night did not analyse this error (dropped or not selected)"
+        out.checks.update({c: False for c in ("route", "crash", "origin", "line", "pr")})
+        return out
+    out.route = result.verdict.route if result.verdict else result.source
+    out.tokens, out.cost_usd, out.iterations = result.tokens.total, round(result.cost_usd, 6), result.iterations
+    out.refused_reads = sum(1 for c in result.tool_calls if c.name == "read_file" and not c.ok)
+    out.failure = result.failure or ""
+    out.checks["route"] = out.route == case.route
+    if case.route == "transient" and out.checks["route"]:
+        out.checks.update({"crash": None, "origin": None, "line": None, "pr": None})  # rightly reported, not investigated
+        return out
+    _score_analysis(case, result, out)
+    _score_pr(case, result, report, out)
+    return out
+
+
+def _score_analysis(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore) -> None:
+    analysis = result.analysis
+    if analysis is None:
+        out.checks.update({"crash": False, "origin": False, "line": False})
+        return
+    text = " ".join([analysis.title, analysis.root_cause, analysis.reasoning]).lower()
+    named = {loc.file for loc in (analysis.crash_site, analysis.origin) if loc} | {c.path for c in analysis.file_changes}
+    out.checks["crash"] = case.crash.file in named or case.crash.file.lower() in text
+    spans = case.fix_spans()
+    out.checks["origin"] = any(s.file in named or s.file.lower() in text for s in spans)
+    claimed = analysis.origin or analysis.crash_site
+    out.checks["line"] = bool(claimed) and any(s.covers(claimed.file, claimed.line) for s in spans)  # type: ignore[union-attr]
+    out.keywords_found = sum(1 for k in case.root_cause_keywords if k.lower() in text)
+
+
+def _score_pr(case: EvalCase, result: ErrorAnalysisResult, report: RunReport, out: CaseScore) -> None:
+    pr = report.pr if report.pr and report.pr.fingerprint == result.fingerprint else None
+    changes = result.analysis.file_changes if result.analysis else []
+    if pr is None:
+        out.pr, out.pr_reason = "none", "no fix proposed" if not changes else "another error's fix was chosen"
+    elif pr.action in ("created", "exists"):
+        out.pr = "opened"
+    else:
+        out.pr, out.pr_reason = "refused", pr.reason.removeprefix("no PR: ")
+    if out.pr == "opened":
+        out.pr_file_right = all(any(c.path == s.file for s in case.fix_spans()) for c in changes)
+    out.checks["pr"] = out.pr != "opened" or bool(out.pr_file_right)
+
+
+def _noise_dropped(case: EvalCase, report: RunReport) -> bool | None:
+    if not case.noise:
+        return None
+    analysed = [r for r in report.results if any(_is(r.error.error_class, r.error.transaction, n) for n in case.noise)]
+    return not analysed and report.errors_ignored >= len(case.noise)
+
+
+# running ----------------------------------------------------------------------------------------------------
+
+NightRunner = Callable[[EvalCase, Path, Path], RunReport]  # (case, checkout, home) -> the night's report
+
+
+def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Path | None = None) -> CaseScore:
+    """One case as one night in its own home and checkout."""
+    home = workdir / case.id
+    repo = prepare_repository(case, home / "repo", checkout)
+    started = time.monotonic()
+    try:
+        report = run_night(case, repo, home)
+    except Exception as exc:  # noqa: BLE001 - a crashed night is a scored failure, never a crashed eval
+        out = CaseScore(case=case.id, route_expected=case.route, failure=f"the night crashed: {str(exc)[:300]}")
+        out.checks.update({c: False for c in CHECKS})
+        return out
+    seconds = time.monotonic() - started
+    (home / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")  # for a reader of the scores
+    return score(case, report, frame_mapping(case, repo), seconds)
+
+
+# summary and baseline ---------------------------------------------------------------------------------------
+
+
+def summary(scores: list[CaseScore], cases: list[EvalCase]) -> dict[str, Any]:
+    by_id = {c.id: c for c in cases}
+    differs = [s for s in scores if by_id[s.case].origin_differs]
+    out: dict[str, Any] = {"cases": len(scores)}
+    for check in CHECKS:
+        applicable = [s for s in scores if s.checks.get(check) is not None]
+        out[check] = f"{sum(1 for s in applicable if s.checks[check])}/{len(applicable)}"
+    out["origin_where_it_differs"] = f"{sum(1 for s in differs if s.checks.get('origin') and s.checks.get('line'))}/{len(differs)}"
+    out["frames_mapped"] = f"{sum(s.frames_mapped for s in scores)}/{sum(s.frames_in_app for s in scores)}"
+    out["refused_reads"] = sum(s.refused_reads for s in scores)
+    out["prs_opened"] = sum(1 for s in scores if s.pr == "opened")
+    out["prs_refused"] = sum(1 for s in scores if s.pr == "refused")
+    out["tokens"] = sum(s.tokens for s in scores)
+    out["cost_usd"] = round(sum(s.cost_usd for s in scores), 4)
+    out["iterations"] = sum(s.iterations for s in scores)
+    out["seconds"] = round(sum(s.seconds for s in scores), 1)
+    return out
+
+
+def baseline_of(scores: list[CaseScore]) -> dict[str, dict[str, bool]]:
+    return {s.case: {k: v for k, v in sorted(s.checks.items()) if v is not None} for s in sorted(scores, key=lambda s: s.case)}
+
+
+def load_baseline(path: Path) -> dict[str, dict[str, bool]]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise EvalError(f"baseline {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), dict):
+        raise EvalError(f"baseline {path} must be an object with a 'cases' object")
+    return data["cases"]
+
+
+def regressions(scores: list[CaseScore], baseline: dict[str, dict[str, bool]]) -> list[str]:
+    """Each check a case passed in the baseline and fails now."""
+    found = []
+    for s in scores:
+        for check, passed in baseline.get(s.case, {}).items():
+            if passed and s.checks.get(check) is False:
+                found.append(f"{s.case}: {check} passed in the baseline and fails now")
+    return found
+
+
+def write_baseline(path: Path, scores: list[CaseScore], model: str) -> None:
+    data = {"model": model, "cases": baseline_of(scores)}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")

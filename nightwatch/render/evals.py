@@ -1,0 +1,32 @@
+"""The `nightwatch eval` table: one row per case, then the summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nightwatch.evaluation import CaseScore
+
+_ROW = "{:<44} {:<14} {:<5} {:<6} {:<4} {:<8} {:<5} {:>7} {:>5} {:>8} {:>3}"
+_HEAD = ("case", "route", "crash", "origin", "line", "PR", "file", "frames", "reads", "tokens", "it")
+
+
+def _mark(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "NO"
+
+
+def eval_table(scores: list[CaseScore], totals: dict[str, Any]) -> str:
+    lines = [_ROW.format(*_HEAD), "-" * 118]
+    for s in scores:
+        route = s.route if s.checks.get("route") else f"{s.route or '-'}!={s.route_expected}"
+        lines.append(_ROW.format(
+            s.case[:44], route[:14], _mark(s.checks.get("crash")), _mark(s.checks.get("origin")), _mark(s.checks.get("line")),
+            s.pr, _mark(s.pr_file_right), f"{s.frames_mapped}/{s.frames_in_app}", s.refused_reads, f"{s.tokens:,}",
+            s.iterations,
+        ))
+        if s.pr_reason and s.pr == "refused":
+            lines.append(f"    PR refused: {s.pr_reason[:200]}")
+        if s.failure:
+            lines.append(f"    failure: {s.failure[:200]}")
+    lines += ["", "Summary"]
+    lines += [f"  {key:<26} {value}" for key, value in totals.items()]
+    return "\n".join(lines)

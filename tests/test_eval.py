@@ -1,0 +1,74 @@
+"""`nightwatch eval`: the cases are consistent with their code, and the offline model holds the baseline.
+
+The last test runs the command itself, as CI and a user would, on every case: it is the measure of quality
+on code NightWatch's authors did not write (the lobsters-* cases replay real bug-fix commits).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nightwatch.evaluation import CaseScore, EvalCase, frame_mapping, load_cases, prepare_repository, regressions, summary
+
+ROOT = Path(__file__).resolve().parents[1]
+EVALS = ROOT / "evals"
+CASES = load_cases(EVALS)
+REAL = [c for c in CASES if not c.source.demo]
+
+
+def test_there_are_demo_cases_and_at_least_six_from_a_real_application() -> None:
+    assert len([c for c in CASES if c.source.demo]) >= 9
+    assert len(REAL) >= 6
+    assert all(c.source.repository and len(c.source.commit) == 40 and len(c.source.fix_commit) == 40 for c in REAL)
+    assert all((c.folder / "repo" / "LICENSE").is_file() for c in REAL)
+    assert sum(1 for c in REAL if c.origin_differs) >= 3
+
+
+def test_the_demo_cases_match_the_demo_answer_key() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_demo_evals.py"), "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("case", REAL, ids=[c.id for c in REAL])
+def test_each_real_case_points_at_lines_of_its_own_code(case: EvalCase, tmp_path: Path) -> None:
+    repo = prepare_repository(case, tmp_path / "repo")
+    crash = (repo / case.crash.file).read_text(encoding="utf-8").splitlines()
+    assert case.crash.line and case.crash.line <= len(crash) and crash[case.crash.line - 1].strip()
+    for span in case.fix_spans():
+        lines = (repo / span.file).read_text(encoding="utf-8").splitlines()
+        assert span.range and span.range[1] <= len(lines)
+    mapped, in_app = frame_mapping(case, repo)
+    assert in_app and mapped == in_app  # production paths (Capistrano, Docker, Heroku…) all map to the checkout
+
+
+def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> None:
+    now = [CaseScore(case="a", checks={"crash": False, "origin": True, "pr": None})]
+    assert regressions(now, {"a": {"crash": True, "origin": True}}) == ["a: crash passed in the baseline and fails now"]
+    assert regressions(now, {"a": {"crash": False}}) == []
+
+
+def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nightwatch.cli", "eval", "--output", "json", "--workdir", str(tmp_path / "eval"),
+         "--cases-dir", str(EVALS)],
+        capture_output=True, text=True, env={**env, "NIGHTWATCH_HOME": str(tmp_path / "home")}, cwd=tmp_path, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["regressions"] == []
+    scores = {s["case"]: s for s in out["cases"]}
+    real = [scores[c.id] for c in REAL]
+    assert all(s["frames_mapped"] == s["frames_in_app"] > 0 for s in real)
+    assert sum(s["refused_reads"] for s in real) == 0
+    assert all(s["checks"]["crash"] for s in real)
+    differs = [scores[c.id] for c in REAL if c.origin_differs]
+    assert 2 * sum(1 for s in differs if s["checks"]["origin"] and s["checks"]["line"]) >= len(differs)
+    assert all(s["checks"]["pr"] is not False for s in out["cases"])  # no PR on the wrong file, none symptom-only
+    assert summary([CaseScore(**s) for s in out["cases"]], CASES)["cases"] == len(CASES)
