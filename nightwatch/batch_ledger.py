@@ -94,8 +94,8 @@ class BatchLedger(Model):
         return f"{len(self.fingerprints())} triage requests in {len(self.batches)} batch(es): {states}"
 
 
-def ledger_key(window_key: str, model: str) -> str:
-    return _UNSAFE.sub("_", f"triage-{window_key}-{model}")
+def ledger_key(night: str, model: str) -> str:
+    return _UNSAFE.sub("_", f"triage-{night}-{model}")
 
 
 class LedgerStore:

@@ -141,6 +141,48 @@ def _settings(**overrides: object) -> Settings:
         raise
 
 
+@app.command("eval")
+def eval_cases(
+    cases: list[str] = typer.Argument(None, help="Case folder names; default: every case."),
+    cases_dir: Path = typer.Option(Path("evals"), help="Folder holding one folder per case."),
+    repo: Optional[Path] = typer.Option(None, help="A clone of the cases' application: each case checks out its commit "
+                                                   "instead of its vendored files (demo cases always use the demo app)."),
+    output: Output = typer.Option(Output.text, help="text: the table and a summary; json: the same as JSON."),
+    baseline: Optional[Path] = typer.Option(None, help="Scores to compare with; default: <cases-dir>/baseline.json."),
+    update_baseline: bool = typer.Option(False, "--update-baseline", help="Accept tonight's scores as the baseline."),
+    pr_min_confidence: str = typer.Option("medium", help="The PR confidence bar during the eval (medium lets the other "
+                                                         "checks of the fix gate decide)."),
+    workdir: Optional[Path] = typer.Option(None, help="Where each case's checkout, home and reports go; default: a new "
+                                                      "temporary folder, kept for inspection."),
+) -> None:
+    """Replay each case as a night on its own checkout and score it: route, crash file, origin, line, PR,
+    noise, path mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline."""
+    from nightwatch.evaluation import EvalError, load_cases
+
+    settings = _settings()
+    _eval_services_offline(settings)
+    _preflight(settings)
+    try:
+        chosen = load_cases(cases_dir, cases or None)
+    except EvalError as exc:
+        _fail(str(exc), 2)
+    from nightwatch.eval_run import run_eval
+
+    code = run_eval(chosen, settings, workdir=workdir, checkout=repo, as_json=output is Output.json,
+                    baseline_path=baseline or cases_dir / "baseline.json", update_baseline=update_baseline,
+                    pr_min_confidence=pr_min_confidence)
+    raise typer.Exit(code)
+
+
+def _eval_services_offline(settings: Settings) -> None:
+    """The eval replays export files against local checkouts: it must never reach New Relic, GitHub or Slack."""
+    from nightwatch.runtime import source_statuses
+
+    live = [s.name for s in source_statuses(settings) if s.name != "anthropic" and s.state != "offline"]
+    if live:
+        _fail(f"nightwatch eval runs offline except for the model; unset the {', '.join(live)} settings first", 2)
+
+
 @app.command()
 def check(
     output: Output = typer.Option(Output.text, help="text or json"),

@@ -131,6 +131,14 @@ class FileChange(Model):
     after: str | None = None
 
 
+class CodeLocation(Model):
+    """A place in the repository: a repository-relative file and, when known, a line."""
+
+    file: str = Field(min_length=1, description="Repository-relative path, e.g. app/models/order.rb.")
+    line: int | None = Field(default=None, ge=1, description="1-based line number, when known.")
+    note: str = Field(default="", description="What happens there, in a few words.")
+
+
 class Analysis(Model):
     """The agent's final answer, obtained through a schema-validated tool call."""
 
@@ -139,6 +147,12 @@ class Analysis(Model):
     root_cause: str = Field(min_length=1, description="The root cause, one or two sentences.")
     has_fix: bool = Field(description="True only if file_changes hold a concrete fix.")
     confidence: Confidence
+    crash_site: CodeLocation | None = Field(
+        default=None, description="Where the error was raised: the first application frame of the trace.")
+    origin: CodeLocation | None = Field(
+        default=None, description="Where the defect is: where the bad value was produced or assigned, the callback or "
+                                  "filter that ran (or did not), the caller that misses a rescue. The fix goes here. "
+                                  "Equal to crash_site only when the crash line itself is wrong.")
     file_changes: list[FileChange] = Field(default_factory=list)
     suggested_next_steps: list[str] = Field(default_factory=list)
 

@@ -104,7 +104,7 @@ def investigation_slot(settings: Settings) -> Iterator[None]:
 def _investigate_key(_c, p) -> str:
     ctx: RunContext = p["ctx"]
     definition = load_definition(ctx.agent)
-    return key("investigate", p["error"].fingerprint, ctx.window.key, definition.name,
+    return key("investigate", p["error"].fingerprint, ctx.run_id, definition.name,
                hashlib.sha256(definition.model_dump_json().encode()).hexdigest()[:12], model_id(ctx, definition.model or settings_for(ctx).model))
 
 

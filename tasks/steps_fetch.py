@@ -53,7 +53,7 @@ def ignore_file_of(ctx: RunContext) -> str | None:
 
 @nightwatch_task(
     name="fetch_errors", retries=2, retry_delay_seconds=5,
-    cache_key_fn=lambda _c, p: key("fetch_errors", runtime(p["ctx"]).source.name, p["ctx"].window.key, p["ctx"].max_errors,
+    cache_key_fn=lambda _c, p: key("fetch_errors", runtime(p["ctx"]).source.name, p["ctx"].run_id, p["ctx"].max_errors,
                                    ignore_file_of(p["ctx"]), settings_for(p["ctx"]).noise_defaults),
     cache_expiration=timedelta(days=2),
 )
@@ -66,7 +66,7 @@ def fetch_errors(ctx: RunContext) -> Selection:
 
 @nightwatch_task(
     name="fetch_traces", retries=2, retry_delay_seconds=5,
-    cache_key_fn=lambda _c, p: key("fetch_traces", p["error"].fingerprint, p["ctx"].window.key,
+    cache_key_fn=lambda _c, p: key("fetch_traces", p["error"].fingerprint, p["ctx"].run_id,
                                    runtime(p["ctx"]).host.name, settings_for(p["ctx"]).path_prefixes),
     cache_expiration=timedelta(days=2),
 )
@@ -84,7 +84,7 @@ def recent_prs(ctx: RunContext) -> list[CorrelatedPR]:
 
 @nightwatch_task(
     name="research",
-    cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].window.key, p["index"].get("last_updated")),
+    cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].run_id, p["index"].get("last_updated")),
     cache_expiration=timedelta(days=2),
 )
 def research(ctx: RunContext, error: ErrorGroup, traces: TraceData, index: dict, prs: list[CorrelatedPR]) -> ResearchContext:

@@ -39,7 +39,7 @@ class TriageRun(Model):
 
 def _triage_key(_c, p) -> str:
     ctx: RunContext = p["ctx"]
-    return key("triage", p["error"].fingerprint, ctx.window.key, model_id(ctx, settings_for(ctx).triage_model),
+    return key("triage", p["error"].fingerprint, ctx.run_id, model_id(ctx, settings_for(ctx).triage_model),
                sorted(p["research"].file_digests.items()))
 
 
@@ -94,8 +94,8 @@ def ledger_store(ctx: RunContext) -> LedgerStore:
 
 
 def night_key(ctx: RunContext) -> str:
-    """One ledger per night: the window and the triage model, whichever flow run asks."""
-    return ledger_key(ctx.window.key, model_id(ctx, settings_for(ctx).triage_model))
+    """One ledger per night (its window and scope) and triage model, whichever flow run asks."""
+    return ledger_key(ctx.run_id, model_id(ctx, settings_for(ctx).triage_model))
 
 
 def poll_policy(ctx: RunContext, hold_s: float | None) -> PollPolicy:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from nightwatch.models import Analysis, FileChange
+from nightwatch.agent.origin_rules import Origin
+from nightwatch.models import Analysis, CodeLocation, FileChange
 
 TRANSIENT = re.compile(r"Timeout|TimedOut|ReadTimeout|OpenTimeout|ECONNRESET|ECONNREFUSED|ConnectionError|"
                        r"ConnectionFailed|ServiceUnavailable|Deadlock|LockWait|TooManyRequests", re.I)
@@ -55,6 +56,29 @@ def _severity(http_status: int | None, occurrences: int, category: str) -> str:
 
 
 def diagnose(
+    *, error_class: str, transaction: str, message: str, path: str, line: int, method: str, code_line: str, search_hits: str,
+    crash: tuple[str, int] | None = None, origin: Origin | None = None,
+) -> Analysis:
+    """The rule-based analysis, with the crash site and, when the rules found one elsewhere, the origin."""
+    analysis = _diagnose_crash(error_class=error_class, transaction=transaction, message=message, path=path, line=line,
+                               method=method, code_line=code_line, search_hits=search_hits)
+    crash_site = CodeLocation(file=crash[0], line=crash[1] or None, note=f"{error_class} raised here") if crash else None
+    if origin is None or (crash and (origin.file, origin.line) == tuple(crash)):
+        where = crash_site or (CodeLocation(file=path, line=line or None) if path else None)
+        return analysis.model_copy(update={"crash_site": crash_site, "origin": where})
+    at = f"`{origin.file}:{origin.line}`"
+    return analysis.model_copy(update={
+        "crash_site": crash_site,
+        "origin": CodeLocation(file=origin.file, line=origin.line, note=origin.note),
+        "root_cause": f"{analysis.root_cause} The origin is at {at}: {origin.note}.",
+        "reasoning": analysis.reasoning + f" Following the value back from the crash site leads to {at}: {origin.note}.",
+        "has_fix": False,
+        "file_changes": [],  # a guard at the crash line would only move the crash; the fix belongs at the origin
+        "suggested_next_steps": [f"Fix the origin at {at}: {origin.note}.", *analysis.suggested_next_steps],
+    })
+
+
+def _diagnose_crash(
     *, error_class: str, transaction: str, message: str, path: str, line: int, method: str, code_line: str, search_hits: str
 ) -> Analysis:
     where = f"`{path}:{line}`" if path else f"the `{transaction}` transaction"
@@ -65,7 +89,7 @@ def diagnose(
     nil_call = re.search(r"undefined method [`'‘]([^'’`]+)['’`] for nil|'NoneType' object has no attribute '([^']+)'", message)
     if nil_call:
         called = nil_call.group(1) or nil_call.group(2)
-        receiver = re.search(rf"([A-Za-z_@][\w@.]*?)\.{re.escape(called)}\b", code)
+        receiver = re.search(rf"([A-Za-z_@][\w@.]*?)\.{re.escape(called)}(?![\w?!])", code)
         cause = (f"`{receiver.group(1)}` is nil at {where}, and `{called}` is called on it without a guard."
                  if receiver else f"A nil value reaches {where}, where `{called}` is called on it.")
         if receiver and path.endswith(".rb"):

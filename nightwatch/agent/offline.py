@@ -21,6 +21,7 @@ from nightwatch.agent.emulated_api import EmulatedMessagesAPI
 from nightwatch.agent.emulated_cache import PromptCache
 from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.agent.heuristics import diagnose, triage_verdict
+from nightwatch.agent.origin_rules import Origin, assignment_query, find_origin, nil_receiver
 from nightwatch.agent.tools import SUBMIT_TOOL
 
 OFFLINE_MODEL_NAME = "nightwatch-offline-1"
@@ -99,6 +100,12 @@ class _Conversation:
                 return frames
         return []
 
+    def raised_in_library(self) -> bool:
+        """The trace's first frame is framework code: the application called something that raised."""
+        traces = self.result("get_error_traces")
+        stack = traces[0].split("stack (top first", 1)[1].splitlines()[1:2] if traces and "stack (top first" in traces[0] else []
+        return bool(stack) and "[app]" not in stack[0]
+
     def top_frame(self) -> tuple[str, int, str] | None:
         frames = self.app_frames()
         return frames[0] if frames else None
@@ -113,6 +120,11 @@ class _Conversation:
         if "wrong number of arguments" in self.message and self.caller_frame():
             return self.caller_frame()  # the callee's `def` line is only where Ruby noticed; the call is the defect
         return self.top_frame()
+
+    def source_of(self, path: str, recall_query: str = "") -> dict[int, str]:
+        """Numbered lines of a file read in this conversation (or recalled after it was cleared)."""
+        read = self.result("read_file", path=path) or (self.result("recall_context", query=recall_query) if recall_query else None)
+        return {} if read is None or read[1] else _numbered_lines(read[0])
 
     def likely_files(self) -> list[str]:
         match = _LIKELY.search(self.text)
@@ -187,6 +199,9 @@ class OfflineAnalyst:
         method = _failing_method(conv.message) or (frame[2] if frame else "")
         if method and "search_code" in tools and not conv.called("search_code", query=method):
             return "search_code", {"query": method}
+        origin_step = self._origin_step(conv, tools)
+        if origin_step:
+            return origin_step
         target = conv.defect_frame()
         if target and "recall_context" in tools and conv.called("read_file", path=target[0]) and conv.result("read_file", path=target[0]) is None:
             query = _recall_query(target)
@@ -194,12 +209,38 @@ class OfflineAnalyst:
                 return "recall_context", {"query": query}  # the line it needs left the context: ask the event log
         return None
 
+    def _origin_step(self, conv: _Conversation, tools: set[str]) -> tuple[str, dict] | None:
+        """From the crash line to the origin: search where a nil instance variable is assigned, read the origin."""
+        crash = conv.top_frame()
+        if crash is None or "search_code" not in tools:
+            return None
+        query = assignment_query(nil_receiver(conv.message, conv.source_of(crash[0]).get(crash[1], "")))
+        if query and not conv.called("search_code", query=query):
+            return "search_code", {"query": query}
+        origin = self._origin(conv)
+        if origin and "read_file" in tools and not conv.called("read_file", path=origin.file):
+            return "read_file", {"path": origin.file}
+        return None
+
+    def _origin(self, conv: _Conversation) -> Origin | None:
+        crash = conv.top_frame()
+        if crash is None:
+            return None
+        source = conv.source_of(crash[0])
+        query = assignment_query(nil_receiver(conv.message, source.get(crash[1], "")))
+        hits = conv.result("search_code", query=query) if query else None
+        caller = conv.caller_frame()
+        return find_origin(error_class=conv.field("Error class"), message=conv.message, transaction=conv.field("Transaction"),
+                           crash=crash, source=source, caller=caller, assignment_hits=hits[0] if hits and not hits[1] else "",
+                           raised_in_library=conv.raised_in_library(), caller_source=conv.source_of(caller[0]) if caller else {})
+
     def _analysis(self, conv: _Conversation) -> dict[str, Any]:
         frame = conv.defect_frame()
         path, line, method = frame if frame else ("", 0, "")
-        read = (conv.result("read_file", path=path) or conv.result("recall_context", query=_recall_query(frame))) if path else None
-        source = {} if read is None or read[1] else _numbered_lines(read[0])
+        source = conv.source_of(path, _recall_query(frame)) if path else {}
         search = conv.result("search_code", query=_failing_method(conv.message) or method)
+        origin = self._origin(conv)
+        crash = conv.top_frame()
         return diagnose(
             error_class=conv.field("Error class"),
             transaction=conv.field("Transaction"),
@@ -209,6 +250,8 @@ class OfflineAnalyst:
             method=method,
             code_line=source.get(line, ""),
             search_hits=search[0] if search and not search[1] else "",
+            crash=crash[:2] if crash else None,
+            origin=origin,
         ).model_dump()
 
     def _tool_use(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
