@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fingerprint import normalise_transaction
-from nightwatch.models import ErrorAnalysisResult, Model, RunReport, Window
+from nightwatch.models import ErrorAnalysisResult, FileChange, Model, RunReport, Window
 from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.trace_paths import PathMap, locate_frames
 
@@ -224,7 +224,7 @@ def _is(error_class: str, transaction: str, expected: CaseError) -> bool:
     return error_class == expected.error_class and normalise_transaction(transaction) == normalise_transaction(expected.transaction)
 
 
-def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: float) -> CaseScore:
+def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: float, repo: Path | None = None) -> CaseScore:
     result = next((r for r in report.results if _is(r.error.error_class, r.error.transaction, case.error)), None)
     out = CaseScore(case=case.id, route_expected=case.route, frames_mapped=mapped[0], frames_in_app=mapped[1],
                     keywords=len(case.root_cause_keywords), seconds=round(seconds, 1))
@@ -243,7 +243,7 @@ def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: f
         out.checks.update({"crash": None, "origin": None, "line": None, "pr": None})  # rightly reported, not investigated
         return out
     _score_analysis(case, result, out)
-    _score_pr(case, result, report, out)
+    _score_pr(case, result, report, out, repo)
     return out
 
 
@@ -262,7 +262,7 @@ def _score_analysis(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore)
     out.keywords_found = sum(1 for k in case.root_cause_keywords if k.lower() in text)
 
 
-def _score_pr(case: EvalCase, result: ErrorAnalysisResult, report: RunReport, out: CaseScore) -> None:
+def _score_pr(case: EvalCase, result: ErrorAnalysisResult, report: RunReport, out: CaseScore, repo: Path | None) -> None:
     pr = report.pr if report.pr and report.pr.fingerprint == result.fingerprint else None
     changes = result.analysis.file_changes if result.analysis else []
     if pr is None:
@@ -272,8 +272,25 @@ def _score_pr(case: EvalCase, result: ErrorAnalysisResult, report: RunReport, ou
     else:
         out.pr, out.pr_reason = "refused", pr.reason.removeprefix("no PR: ")
     if out.pr == "opened":
-        out.pr_file_right = all(any(c.path == s.file for s in case.fix_spans()) for c in changes)
+        out.pr_file_right = all(_touches_a_fix_span(case, c, repo) for c in changes)
     out.checks["pr"] = out.pr != "opened" or bool(out.pr_file_right)
+
+
+def _touches_a_fix_span(case: EvalCase, change: FileChange, repo: Path | None) -> bool:
+    """The change edits a file the real fix edited, at lines the real fix changed (when the checkout can tell)."""
+    spans = [s for s in case.fix_spans() if s.file == change.path]
+    if not spans or repo is None or not change.before:
+        return bool(spans)
+    try:
+        text = (repo / change.path).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    start = text.find(change.before)
+    if start < 0:
+        return False
+    first = text.count("\n", 0, start) + 1
+    lines = range(first, first + max(1, change.before.count("\n") + (not change.before.endswith("\n"))))
+    return any(s.covers(change.path, n) for s in spans for n in lines)
 
 
 def _noise_dropped(case: EvalCase, report: RunReport) -> bool | None:
@@ -301,7 +318,7 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
         return out
     seconds = time.monotonic() - started
     (home / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")  # for a reader of the scores
-    return score(case, report, frame_mapping(case, repo), seconds)
+    return score(case, report, frame_mapping(case, repo), seconds, repo)
 
 
 # summary and baseline ---------------------------------------------------------------------------------------

@@ -72,3 +72,13 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path)
     assert 2 * sum(1 for s in differs if s["checks"]["origin"] and s["checks"]["line"]) >= len(differs)
     assert all(s["checks"]["pr"] is not False for s in out["cases"])  # no PR on the wrong file, none symptom-only
     assert summary([CaseScore(**s) for s in out["cases"]], CASES)["cases"] == len(CASES)
+
+
+def test_the_eval_refuses_to_start_while_a_live_service_is_configured(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
+    env |= {"GITHUB_TOKEN": "ghp_x", "GITHUB_REPOSITORY": "acme/shop", "NIGHTWATCH_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "nightwatch.cli", "eval", "--cases-dir", str(EVALS)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "nightwatch: nightwatch eval runs offline except for the model; unset the github settings first")
