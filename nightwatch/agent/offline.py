@@ -296,7 +296,7 @@ def _narration(name: str, args: dict[str, Any]) -> str:
     if name == "get_error_traces":
         return "Reading the error's traces first."
     if name == "read_file":
-        return f"Reading {args['path']}, where the top application frame points."
+        return f"Reading {args['path']}: a frame of the trace, or where the bad value comes from."
     if name == "recall_context":
         return f"The code at {args.get('query', '')} is no longer in view; recalling it."
     return f"Searching for `{args.get('query', '')}` to find its definition and callers."
