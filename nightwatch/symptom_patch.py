@@ -27,6 +27,7 @@ _RB_RESCUE_MODIFIER = re.compile(r"\S\s+rescue\s+\S")
 _RB_RESCUE_CLAUSE = re.compile(rf"^\s*rescue(?:\s+{_SWALLOWED}(?:::\w+)*(?:\s*,\s*{_SWALLOWED})*)?(?:\s*=>\s*\w+)?\s*$")
 _PY_EXCEPT = re.compile(rf"^\s*except\s*(?:\(?\s*{_SWALLOWED}(?:\s*,\s*{_SWALLOWED})*\s*\)?)?(?:\s+as\s+\w+)?\s*:\s*(?P<body>.*)$")
 _PY_SUPPRESS = re.compile(r"^\s*with\s+(?:contextlib\.)?suppress\(")
+_BROKEN_CHAIN = re.compile(r"&\.[A-Za-z_]\w*[?!]?(?:\([^()]*\))?\.(?!\.)[A-Za-z_]\w*")  # `t&.strip.gsub`
 _EXIT_RB = r"(?:return|next|break|raise|head|render|redirect_to)\b"
 _EARLY_RUBY = re.compile(rf"^\s*{_EXIT_RB}[^#]*?\s(?:if|unless)\s+(?P<cond>.+?)\s*$")
 _MODIFIER_RUBY = re.compile(r"^\s*\S.*?\s(?P<word>if|unless)\s+(?P<cond>.+?)\s*$")
@@ -136,6 +137,9 @@ def _line_guards(lines: list[str], number: int, replaced: str, python: bool) -> 
     found = [_Guard(kind, receiver, number, line.strip()) for kind, receiver in _call_guards(code, replaced, python)]
     if _swallows(lines, number, code, replaced, python):
         found.append(_Guard("rescue", "", number, line.strip()))
+    chain = None if python else _BROKEN_CHAIN.search(code)
+    if chain and chain.group(0) not in replaced:
+        found.append(_Guard("chain", chain.group(0), number, line.strip()))
     return found + _condition_guards(lines, number, code, python)
 
 
@@ -255,6 +259,9 @@ def _block_end(lines: list[str], number: int, python: bool) -> int:
 
 
 def _judge(guard: _Guard, lines: list[str], path: str, python: bool) -> str | None:
+    if guard.kind == "chain":
+        return (f"symptom-only patch: `{guard.receiver}` (line {guard.line} of {path}) goes on with a plain `.` after "
+                "`&.`, so the rest of the chain still fails on nil")
     if guard.kind == "rescue":
         return (f"symptom-only patch: `{guard.text}` (line {guard.line} of {path}) swallows every error of that code "
                 "instead of fixing the one that was raised")
@@ -276,7 +283,7 @@ def method_range(lines: list[str], line: int, python: bool) -> tuple[int, int]:
         text = lines[head - 1]
         if not re.match(r"^\s*(?:async\s+)?def\s", text) or (head < line and _indent(text) >= depth):
             continue
-        if not python and re.match(r"^\s*def\s+[\w.?!]+(?:\([^)]*\))?\s*=(?!=)", text):
+        if not python and re.match(r"^\s*def\s+[\w.]+[?!]?(?:\s+|\([^)]*\)\s*)=(?![=~])", text):
             if head == line:
                 return head, head  # an endless `def name = expression`
             continue

@@ -135,3 +135,23 @@ def test_the_gate_runs_every_check_and_refuses_on_any_failure(tmp_path: Path) ->
         modify("orders/views.py", "    total = order.total\n", "    if order is None:\n        return None\n    total = order.total\n")]})
     gate, fix = check_fix(good, host, "high", Crash("orders/views.py", 3))
     assert gate.passed and fix is not None and [c.status for c in gate.checks] == ["passed"] * 4
+
+
+STORY = """class Story
+  def other(t)
+    t.tag.valid?
+  end
+
+  def title=(t)
+    self[:title] = t.strip.gsub(/x/, '')
+  end
+end
+"""
+
+
+def test_safe_navigation_that_goes_on_with_a_plain_dot_is_symptom_only_and_a_setter_is_not_an_endless_def() -> None:
+    chain = modify("app/models/story.rb", "t.strip.gsub", "t&.strip.gsub")
+    found = reason(STORY, chain, Crash("app/models/story.rb", 7))
+    assert found and "goes on with a plain `.` after `&.`" in found
+    whole = modify("app/models/story.rb", "t.strip.gsub", "t&.strip&.gsub")
+    assert reason(STORY, whole, Crash("app/models/story.rb", 7)) is None  # `other`'s `t.tag` is another method's `t`

@@ -9,18 +9,22 @@ secret would leave a tail no rule recognises), so a single file cannot flood the
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from nightwatch.agent.file_view import file_view
 from nightwatch.agent.recall import EventLog, recall
 from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
-from nightwatch.models import Analysis, ToolCall, TraceData
+from nightwatch.models import Analysis, StackFrame, ToolCall, TraceData
 from nightwatch.redact import fence, redact
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
+SEARCH_SHOWN = 20
 MAX_RESULT_CHARS = 24_000
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -167,15 +171,25 @@ class ToolRunner:
             ("read", path, start_line, end_line),
             lambda: self.cache.host.read_file(path, start_line=start_line, end_line=end_line, numbered=True),
         )
+        if start_line is None and end_line is None:  # a long file: the trace's window and an outline
+            text = file_view(path, text, self._focus_line(path))
         if path not in self.files_examined:
             self.files_examined.append(path)
         return ToolOutcome(f"{mapped}\n{text}" if mapped else text, cached=cached)
 
+    def _focus_line(self, path: str) -> int | None:
+        """The line of the first application frame in this file, if the trace names one."""
+        return next((f.line for f in self.traces.stack_frames if f.in_app and f.file == path and f.line), None)
+
     def _search_code(self, query: str, path_glob: str | None = None) -> ToolOutcome:
-        hits, cached = self.cache.get(("search", query, path_glob), lambda: self.cache.host.search_code(query, path_glob=path_glob))
+        hits, cached = self.cache.get(("search", query, path_glob),
+                                      lambda: self.cache.host.search_code(query, path_glob=path_glob, limit=SEARCH_SHOWN + 1))
         if not hits:
             return ToolOutcome(f"No matches for {query!r}.", cached=cached)
-        return ToolOutcome("\n".join(f"{h.path}:{h.line}: {h.text.strip()}" for h in hits), cached=cached)
+        lines = [f"{h.path}:{h.line}: {h.text.strip()}" for h in hits[:SEARCH_SHOWN]]
+        if len(hits) > SEARCH_SHOWN:
+            lines.append(f"… more than {SEARCH_SHOWN} matches; narrow the search with path_glob or a longer query")
+        return ToolOutcome("\n".join(lines), cached=cached)
 
     def _list_directory(self, path: str = "") -> ToolOutcome:
         entries, cached = self.cache.get(("list", path), lambda: self.cache.host.list_directory(path))
@@ -194,14 +208,47 @@ def render_traces(traces: TraceData, max_samples: int = 3) -> str:
     for sample in traces.transaction_errors[:max_samples]:
         lines.append("occurrence: " + ", ".join(f"{k}={v}" for k, v in sample.items() if v not in (None, "")))
     if traces.stack_frames:
-        lines.append("stack (top first, [app] = application code):")
-        lines.extend(f"  {'[app] ' if f.in_app else '      '}{f.render()}" for f in traces.stack_frames[:40])
-        if len(traces.stack_frames) > 40:
-            lines.append(f"  … {len(traces.stack_frames) - 40} more frames")
+        lines.append("stack (top first, [app] = application code; runs of framework frames are counted):")
+        lines.extend(stack_lines(traces.stack_frames))
     elif traces.stack_trace:
         lines.append("stack trace:\n" + redact(traces.stack_trace)[:8000])
     lines.extend(f"note: {n}" for n in traces.notes)
     return redact("\n".join(lines)) or "No traces were recorded for this error."
+
+
+def stack_lines(frames: list[StackFrame], max_app: int = 60) -> list[str]:
+    """Every application frame (up to `max_app`); of each run of framework frames, its first and a count by library."""
+    out: list[str] = []
+    run: list[StackFrame] = []
+    shown_app = 0
+
+    def flush() -> None:
+        if run:
+            out.append(f"        {run[0].render()}")
+            if len(run) > 1:
+                counts = Counter(_library_of(f.file) for f in run[1:])
+                out.append(f"        … {len(run) - 1} more framework frames ("
+                           + ", ".join(f"{name} {n}" for name, n in counts.most_common(6)) + ")")
+            run.clear()
+
+    for frame in frames:
+        if not frame.in_app:
+            run.append(frame)
+            continue
+        flush()
+        shown_app += 1
+        if shown_app <= max_app:
+            out.append(f"  [app] {frame.render()}")
+    flush()
+    if shown_app > max_app:
+        out.append(f"  … {shown_app - max_app} more application frames")
+    return out
+
+
+def _library_of(path: str) -> str:
+    match = re.search(r"gems/([A-Za-z][\w.-]*?)-\d[\w.]*/|(?:site|dist)-packages/([\w.]+)|node_modules/((?:@[\w.-]+/)?[\w.-]+)|"
+                      r"lib/(ruby|python\d[\d.]*)/", path)
+    return next((g for g in match.groups() if g), "other") if match else "other"
 
 
 def _capped(text: str) -> str:

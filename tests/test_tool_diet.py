@@ -1,0 +1,78 @@
+"""Tool results on a diet: long files answer a window and an outline, framework frames are counted, searches capped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nightwatch.agent.file_view import WHOLE_FILE_LINES, file_view, numbered_lines
+from nightwatch.agent.recall import EventLog
+from nightwatch.agent.tools import SEARCH_SHOWN, CodeCache, ToolRunner, render_traces
+from nightwatch.codehosts.local import LocalRepoHost
+from nightwatch.models import StackFrame, TraceData
+from nightwatch.sources.parse import parse_stack_trace
+from tests.gitrepo import commit_all
+
+
+def long_model(methods: int = 60) -> str:
+    lines = ["class Story < ApplicationRecord", "  belongs_to :user", "  has_many :comments,", "    dependent: :destroy",
+             "  before_save :check_title", ""]
+    for i in range(methods):
+        lines += [f"  def method_{i}(x)", f"    value = x * {i}", "    value + 1", "  end", ""]
+    return "\n".join(lines + ["end", ""])
+
+
+def runner(tmp_path: Path, files: dict[str, str], frames: list[StackFrame] | None = None) -> ToolRunner:
+    root = tmp_path / "repo"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    host = LocalRepoHost(commit_all(root))
+    return ToolRunner(cache=CodeCache(host), traces=TraceData(fingerprint="f", stack_frames=frames or []), events=EventLog(),
+                      run_id="r", fingerprint="f", allowed=["read_file", "search_code", "get_error_traces"])
+
+
+def test_a_long_file_answers_the_traces_window_and_an_outline(tmp_path: Path) -> None:
+    text = long_model()
+    frame = StackFrame(file="app/models/story.rb", line=200, method="method_38", in_app=True, located=True)
+    tools = runner(tmp_path, {"app/models/story.rb": text}, [frame])
+    shown = tools.run("read_file", {"path": "app/models/story.rb"}, 1).text
+    numbers = [n for n, _ in numbered_lines(shown)]
+    assert "Showing lines 160-240 (around line 200" in shown
+    assert set(range(160, 241)) <= set(numbers)
+    assert "    2|   belongs_to :user" in shown and "    4|     dependent: :destroy" in shown  # a declaration and its continuation
+    assert "  297|   def method_58(x)" in shown and "value = x * 58" not in shown  # outline: signatures, not bodies
+    whole = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 1, "end_line": 400}, 2).text
+    assert len(numbered_lines(whole)) == 307  # any range asked for is shown as asked
+    assert len(shown) < len(whole) * 0.6
+
+
+def test_without_a_frame_the_head_and_short_files_whole(tmp_path: Path) -> None:
+    tools = runner(tmp_path, {"app/models/story.rb": long_model(), "app/models/tag.rb": "class Tag\nend\n"})
+    head = tools.run("read_file", {"path": "app/models/story.rb"}, 1).text
+    assert "Showing lines 1-60 (its head)" in head
+    assert tools.run("read_file", {"path": "app/models/tag.rb"}, 1).text == "    1| class Tag\n    2| end\n"
+    short = "\n".join(f"line {i}" for i in range(WHOLE_FILE_LINES)) + "\n"
+    rendered = "".join(f"{n:>5}| line {n - 1}\n" for n in range(1, WHOLE_FILE_LINES + 1))
+    assert file_view("x.txt", rendered, 5) == rendered and len(short.splitlines()) == WHOLE_FILE_LINES
+
+
+def test_framework_frames_are_counted_and_every_app_frame_kept() -> None:
+    trace = "\n".join(
+        ["app/models/story.rb:3:in `title'"]
+        + [f"/usr/local/bundle/gems/actionpack-7.1.3/lib/a.rb:{i}:in `x'" for i in range(20)]
+        + ["app/controllers/stories_controller.rb:9:in `show'"]
+        + [f"/usr/local/bundle/gems/activesupport-7.1.3/lib/b.rb:{i}:in `y'" for i in range(12)]
+        + [f"/usr/local/bundle/gems/puma-6.4.2/lib/p.rb:{i}:in `z'" for i in range(5)]
+    )
+    text = render_traces(TraceData(fingerprint="f", stack_frames=parse_stack_trace(trace)))
+    assert "[app] app/models/story.rb:3" in text and "[app] app/controllers/stories_controller.rb:9" in text
+    assert "… 19 more framework frames (actionpack 19)" in text
+    assert "… 16 more framework frames (activesupport 11, puma 5)" in text
+    assert text.count("gems/") == 2
+
+
+def test_a_broad_search_says_what_it_left_out(tmp_path: Path) -> None:
+    files = {f"app/models/m{i}.rb": "def title\nend\n" for i in range(SEARCH_SHOWN + 5)}
+    shown = runner(tmp_path, files).run("search_code", {"query": "def title"}, 1).text
+    assert len(shown.splitlines()) == SEARCH_SHOWN + 1
+    assert shown.splitlines()[-1].startswith(f"… more than {SEARCH_SHOWN} matches")
