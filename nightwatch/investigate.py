@@ -68,7 +68,8 @@ def investigate_error(
     if run_budget is not None:
         run_budget.require(error.label)  # raises RunBudgetSpent: the error keeps its triage verdict
     started = time.monotonic()
-    runner = ToolRunner(cache=cache, traces=traces, events=events, run_id=run_id, fingerprint=error.fingerprint, allowed=definition.tools)
+    runner = ToolRunner(cache=cache, traces=traces, events=events, run_id=run_id, fingerprint=error.fingerprint, allowed=definition.tools,
+                        lean=(policy or ContextPolicy()).lean_tool_results)
     complexity = verdict.complexity if verdict else "moderate"
     config = LoopConfig(
         model=definition.model or model,

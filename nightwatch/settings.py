@@ -103,6 +103,8 @@ class Settings(BaseSettings):
 
     # Context management of investigations: each layer a switch (see nightwatch/agent/policy.py).
     prompt_caching: bool = True
+    lean_tool_results: bool = Field(default=True, description="read_file of a long file without a range answers a window "
+                                                              "around the trace's line and an outline of the rest.")
     context_editing: bool = Field(default=True, description="Server-side clear_tool_uses / clear_thinking edits.")
     clear_tool_uses_trigger: int = Field(default=40_000, ge=1)
     clear_tool_uses_keep: int = Field(default=4, ge=0)

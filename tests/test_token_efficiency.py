@@ -24,3 +24,16 @@ def test_long_investigations_rank_naive_original_nightwatch(tmp_path: Path):
     assert data["floor"]["cost_weighted_tokens"] < nightwatch < original < naive
     assert data["nightwatch"]["cost_usd"] < data["naive+cache"]["cost_usd"] < data["naive"]["cost_usd"]  # in dollars, output included
     assert data["nightwatch"]["needles_answered"] == 3 and data["original"]["needles_answered"] < 3  # the window dropped them
+
+
+def test_the_long_corpus_runs_on_real_application_checkouts(tmp_path: Path):
+    from benchmarks.long_corpus import long_corpus
+
+    pairs = long_corpus(tmp_path / "checkouts")[:2]
+    hosts = {script.name: host for script, host in pairs}
+    scripts = [script for script, _ in pairs]
+    assert all(s.calls >= 16 for s in scripts) and all(len(s.traces.stack_frames) >= 30 for s in scripts)
+    data = figures({name: run(name, scripts, lambda s: hosts[s.name], tmp_path) for name in ("naive", "naive+cache", "nightwatch")})
+    assert data["nightwatch"]["needles_answered"] == 2
+    assert data["nightwatch"]["cost_usd"] < data["naive+cache"]["cost_usd"] < data["naive"]["cost_usd"]
+    assert data["nightwatch"]["billed_input_tokens"] < data["naive"]["billed_input_tokens"]  # lean tool results

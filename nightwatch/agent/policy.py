@@ -60,11 +60,13 @@ class ContextPolicy:
     context_budget: int = 80_000
     reserve_ratio: float = 0.15
     checkpoints: bool = True
+    lean_tool_results: bool = True  # long files as a window and an outline (agent/file_view.py)
 
     @classmethod
     def off(cls) -> "ContextPolicy":
-        """No layer at all: the full history, uncached (the benchmark's naive strategy)."""
-        return cls(prompt_caching=False, context_editing=False, compaction=False, watcher=False, checkpoints=False)
+        """No layer at all: the full history, uncached, whole files (the benchmark's naive strategy)."""
+        return cls(prompt_caching=False, context_editing=False, compaction=False, watcher=False, checkpoints=False,
+                   lean_tool_results=False)
 
     @classmethod
     def from_settings(cls, settings: Any, shared_cache_ttl: str = INTERACTIVE_TTL) -> "ContextPolicy":
@@ -86,6 +88,7 @@ class ContextPolicy:
             context_budget=settings.context_budget_tokens,
             reserve_ratio=settings.context_reserve_ratio,
             checkpoints=settings.checkpoints,
+            lean_tool_results=settings.lean_tool_results,
         )
 
     def with_(self, **changes: Any) -> "ContextPolicy":

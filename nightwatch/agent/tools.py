@@ -142,6 +142,7 @@ class ToolRunner:
     allowed: list[str]
     calls: list[ToolCall] = field(default_factory=list)
     files_examined: list[str] = field(default_factory=list)
+    lean: bool = True  # a long file read without a range answers a window and an outline
 
     def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
         started = time.monotonic()
@@ -171,7 +172,7 @@ class ToolRunner:
             ("read", path, start_line, end_line),
             lambda: self.cache.host.read_file(path, start_line=start_line, end_line=end_line, numbered=True),
         )
-        if start_line is None and end_line is None:  # a long file: the trace's window and an outline
+        if self.lean and start_line is None and end_line is None:  # a long file: the trace's window and an outline
             text = file_view(path, text, self._focus_line(path))
         if path not in self.files_examined:
             self.files_examined.append(path)
