@@ -235,15 +235,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.corpus in ("short", "both"):
             host = LocalRepoHost(DEMO_APP)
             scripts = corpus(host)
-            tallies = {name: run(name, scripts, host, Path(scratch)) for name in STRATEGIES}
+            short = Path(scratch) / "short"  # checkpoints of one corpus must never resume the other's scripts
+            tallies = {name: run(name, scripts, host, short) for name in STRATEGIES}
             results["short"] = figures(tallies)
             if not args.json:
-                print(table(tallies, run("nightwatch-tight", scripts, host, Path(scratch)), scripts) + "\n")
+                print(table(tallies, run("nightwatch-tight", scripts, host, short), scripts) + "\n")
         if args.corpus in ("long", "both"):
             pairs = long_corpus(Path(scratch) / "checkouts")
             hosts = {script.name: host for script, host in pairs}
             scripts = [script for script, _ in pairs]
-            tallies = {name: run(name, scripts, lambda s: hosts[s.name], Path(scratch)) for name in STRATEGIES}
+            tallies = {name: run(name, scripts, lambda s: hosts[s.name], Path(scratch) / "long") for name in STRATEGIES}
             results["long"] = figures(tallies)
             if not args.json:
                 print(table(tallies, None, scripts, "long", limits=(0.50, 1.5)))

@@ -37,8 +37,8 @@ def test_a_long_file_answers_the_traces_window_and_an_outline(tmp_path: Path) ->
     tools = runner(tmp_path, {"app/models/story.rb": text}, [frame])
     shown = tools.run("read_file", {"path": "app/models/story.rb"}, 1).text
     numbers = [n for n, _ in numbered_lines(shown)]
-    assert "Showing lines 160-240 (around line 200" in shown
-    assert set(range(160, 241)) <= set(numbers)
+    assert "Showing lines 170-230 (around line 200" in shown
+    assert set(range(170, 231)) <= set(numbers)
     assert "    2|   belongs_to :user" in shown and "    4|     dependent: :destroy" in shown  # a declaration and its continuation
     assert "  297|   def method_58(x)" in shown and "value = x * 58" not in shown  # outline: signatures, not bodies
     whole = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 1, "end_line": 400}, 2).text
@@ -49,7 +49,7 @@ def test_a_long_file_answers_the_traces_window_and_an_outline(tmp_path: Path) ->
 def test_without_a_frame_the_head_and_short_files_whole(tmp_path: Path) -> None:
     tools = runner(tmp_path, {"app/models/story.rb": long_model(), "app/models/tag.rb": "class Tag\nend\n"})
     head = tools.run("read_file", {"path": "app/models/story.rb"}, 1).text
-    assert "Showing lines 1-60 (its head)" in head
+    assert "Showing lines 1-30 (its head)" in head
     assert tools.run("read_file", {"path": "app/models/tag.rb"}, 1).text == "    1| class Tag\n    2| end\n"
     short = "\n".join(f"line {i}" for i in range(WHOLE_FILE_LINES)) + "\n"
     rendered = "".join(f"{n:>5}| line {n - 1}\n" for n in range(1, WHOLE_FILE_LINES + 1))
@@ -76,3 +76,13 @@ def test_a_broad_search_says_what_it_left_out(tmp_path: Path) -> None:
     shown = runner(tmp_path, files).run("search_code", {"query": "def title"}, 1).text
     assert len(shown.splitlines()) == SEARCH_SHOWN + 1
     assert shown.splitlines()[-1].startswith(f"… more than {SEARCH_SHOWN} matches")
+
+
+def test_a_repeated_read_is_answered_by_reference_only_while_the_context_is_intact(tmp_path: Path) -> None:
+    tools = runner(tmp_path, {"app/models/story.rb": long_model()})
+    first = tools.run("read_file", {"path": "app/models/story.rb"}, 1).text
+    again = tools.run("read_file", {"path": "app/models/story.rb"}, 3).text
+    assert again.startswith("[app/models/story.rb (as read then) is unchanged since iteration 1") and len(again) < 300
+    assert tools.run("read_file", {"path": "app/models/story.rb", "start_line": 5, "end_line": 9}, 4).text != again  # new range
+    tools.context_intact = False  # something was cleared or compacted: the text is sent again
+    assert tools.run("read_file", {"path": "app/models/story.rb"}, 5).text == first

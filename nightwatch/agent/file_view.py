@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-WHOLE_FILE_LINES = 160  # files up to this long are shown whole
-WINDOW_BEFORE, WINDOW_AFTER = 40, 40
-HEAD_LINES = 60
+WHOLE_FILE_LINES = 120  # files up to this long are shown whole
+WINDOW_BEFORE, WINDOW_AFTER = 30, 30
+HEAD_LINES = 30
 OUTLINE_CHARS = 140
 _NUMBERED = re.compile(r"^\s*(\d+)\| ?(.*)$")
 _OUTLINE = re.compile(

@@ -147,6 +147,7 @@ def _handle(response: Any, runner: ToolRunner, state: LoopState, outcome: LoopOu
     if final:
         outcome.failure = "the model asked for more tools after its final turn"
         return True
+    runner.context_intact = not any(c.edits_applied or c.compactions or c.watcher_actions for c in outcome.calls)
     state.messages.append({"role": "user", "content": _answer_all(uses, runner, iteration)})
     return False
 

@@ -8,6 +8,7 @@ secret would leave a tail no rule recognises), so a single file cannot flood the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -142,14 +143,17 @@ class ToolRunner:
     allowed: list[str]
     calls: list[ToolCall] = field(default_factory=list)
     files_examined: list[str] = field(default_factory=list)
-    lean: bool = True  # a long file read without a range answers a window and an outline
+    lean: bool = True  # a long file read without a range answers a window and an outline; a repeat, a reference
+    context_intact: bool = True  # set by the loop: nothing was cleared or compacted yet, so earlier results are in view
+    _shown: dict[tuple, int] = field(default_factory=dict)  # (path, start, end, text digest) -> iteration shown
 
     def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
         started = time.monotonic()
         try:
             if name not in self.allowed:
                 raise CodeHostError(f"unknown tool '{name}'; available: {', '.join(self.allowed)}")
-            outcome = getattr(self, f"_{name}")(**(args or {}))
+            handler = getattr(self, f"_{name}")
+            outcome = handler(**(args or {}), iteration=iteration) if name == "read_file" else handler(**(args or {}))
         except CodeHostError as exc:
             outcome = ToolOutcome(str(exc), is_error=True)
         except TypeError as exc:
@@ -166,7 +170,7 @@ class ToolRunner:
             self.events.append(self.fingerprint, "tool_result", label, outcome.text, iteration)
         return outcome
 
-    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolOutcome:
+    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None, iteration: int = 0) -> ToolOutcome:
         path, mapped = self.cache.paths.repo_path(path)  # a production path from the trace reads its repository file
         text, cached = self.cache.get(
             ("read", path, start_line, end_line),
@@ -176,7 +180,19 @@ class ToolRunner:
             text = file_view(path, text, self._focus_line(path))
         if path not in self.files_examined:
             self.files_examined.append(path)
-        return ToolOutcome(f"{mapped}\n{text}" if mapped else text, cached=cached)
+        shown = self._already_shown(path, start_line, end_line, text, iteration)
+        return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached)
+
+    def _already_shown(self, path: str, start: int | None, end: int | None, text: str, iteration: int) -> str | None:
+        """A reference instead of the same text again, while the earlier result is surely still in the conversation."""
+        key = (path, start, end, hashlib.sha256(text.encode()).hexdigest())
+        earlier = self._shown.get(key)
+        if earlier is None or not (self.lean and self.context_intact):
+            self._shown[key] = iteration
+            return None
+        where = f"lines {start or 1}-{end}" if end else (f"from line {start}" if start else "as read then")
+        return (f"[{path} ({where}) is unchanged since iteration {earlier}, where it was shown; that result is still above "
+                "in this conversation. Ask a different range if you need other lines.]")
 
     def _focus_line(self, path: str) -> int | None:
         """The line of the first application frame in this file, if the trace names one."""
