@@ -6,8 +6,8 @@ from typing import Any
 
 from nightwatch.evaluation import CaseScore
 
-_ROW = "{:<44} {:<14} {:<5} {:<6} {:<4} {:<8} {:<5} {:>7} {:>5} {:>8} {:>3}"
-_HEAD = ("case", "route", "crash", "origin", "line", "PR", "file", "frames", "reads", "tokens", "it")
+_ROW = "{:<44} {:<14} {:<5} {:<6} {:<4} {:<8} {:<5} {:>7} {:>5} {:>8} {:>8} {:>3}"
+_HEAD = ("case", "route", "crash", "origin", "line", "PR", "file", "frames", "reads", "tokens", "cost", "it")
 
 
 def _mark(value: bool | None) -> str:
@@ -15,13 +15,13 @@ def _mark(value: bool | None) -> str:
 
 
 def eval_table(scores: list[CaseScore], totals: dict[str, Any]) -> str:
-    lines = [_ROW.format(*_HEAD), "-" * 118]
+    lines = [_ROW.format(*_HEAD), "-" * 127]
     for s in scores:
         route = s.route if s.checks.get("route") else f"{s.route or '-'}!={s.route_expected}"
         lines.append(_ROW.format(
             s.case[:44], route[:14], _mark(s.checks.get("crash")), _mark(s.checks.get("origin")), _mark(s.checks.get("line")),
             s.pr, _mark(s.pr_file_right), f"{s.frames_mapped}/{s.frames_in_app}", s.refused_reads, f"{s.tokens:,}",
-            s.iterations,
+            f"${s.cost_usd:.4f}", s.iterations,
         ))
         if s.pr_reason and s.pr == "refused":
             lines.append(f"    PR refused: {s.pr_reason[:200]}")
