@@ -278,7 +278,7 @@ def _errors_table(report: RunReport) -> list[str]:
 def _noise(report: RunReport) -> list[str]:
     if not report.noise:
         return []
-    return ["", "Dropped as noise"] + [line for text in noise_lines(report) for line in _wrapped("  - ", text, 4)]
+    return ["", "Dropped as noise"] + [line for text in noise_lines(report) for line in _wrapped("  -", text, 4)]
 
 
 _CONTEXT_ROW = "{:>3} {:>3} {:>7} {:>7} {:>8} {:>8} {:>4} {:>5} {:>8} {:>4} {:>8}"
