@@ -21,6 +21,9 @@ user starts from. Cost-weighted tokens count the input side only: uncached input
 x1.25, cache reads x0.1. The floor bills every new input token of the naive
 run once at the base price and re-reads nothing.
 
+The prompt cache runs on simulated time (8 s per model call), so the last lines can price the shared
+prefix's TTL both ways: 5 minutes and 1 hour, investigations back to back and 6 minutes apart.
+
     python benchmarks/token_efficiency.py            # the table
     python benchmarks/token_efficiency.py --json     # the same figures as one JSON object
 """
@@ -58,19 +61,36 @@ MODEL = "claude-sonnet-4-6"
 UNLIMITED = 10**9
 
 
+class SimClock:
+    """Simulated time for the prompt cache: each model call takes `per_call_s`; `gap` adds idle time."""
+
+    def __init__(self, per_call_s: float = 8.0) -> None:
+        self.now, self.per_call_s = 0.0, per_call_s
+
+    def __call__(self) -> float:
+        return self.now
+
+    def gap(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class BenchmarkAPI(EmulatedMessagesAPI):
     """The emulated API billed as Claude (not as the offline model), recording what was sent."""
 
     name, offline = "benchmark", False
 
-    def __init__(self, brain: ScriptedModel, cache: PromptCache, transform: Callable[[dict], dict] | None) -> None:
+    def __init__(self, brain: ScriptedModel, cache: PromptCache, transform: Callable[[dict], dict] | None,
+                 clock: SimClock | None = None) -> None:
         super().__init__(brain, cache)
         self.transform = transform
+        self.clock = clock
         self.sent: list[dict[str, Any]] = []
 
     def create(self, **params: Any):
         params = self.transform(params) if self.transform else params
         self.sent.append(params)
+        if self.clock:
+            self.clock.gap(self.clock.per_call_s)
         return super().create(**params)
 
 
@@ -152,8 +172,12 @@ def new_tokens(sent: list[dict]) -> int:
     return total
 
 
-def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script], LocalRepoHost], scratch: Path) -> Tally:
+def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script], LocalRepoHost], scratch: Path,
+        policy_override: ContextPolicy | None = None, gap_s: float = 0.0) -> Tally:
+    """One strategy over the scripts, in simulated time: 8 s a model call, `gap_s` idle between investigations."""
     policy, transform = STRATEGIES[name] if name in STRATEGIES else (TIGHT, None)
+    policy = policy_override or policy
+    clock = SimClock()
     definition = load_definition("base-analyzer")
     tools = definition.tools if policy.context_editing else [t for t in definition.tools if t != RECALL]
     caches: dict[str, PromptCache] = {}  # one prompt cache (and one code cache) per night
@@ -161,7 +185,7 @@ def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script
     tally = Tally()
     for n, script in enumerate(scripts):
         brain = ScriptedModel(script)
-        api = BenchmarkAPI(brain, caches.setdefault(script.night, PromptCache()), transform)
+        api = BenchmarkAPI(brain, caches.setdefault(script.night, PromptCache(clock=clock)), transform, clock)
         code = codes.setdefault(script.night, CodeCache(host(script) if callable(host) else host))
         runner = ToolRunner(cache=code, traces=script.traces, events=EventLog(), run_id=f"bench-{name}",
                             fingerprint=script.error.fingerprint, allowed=tools, lean=policy.lean_tool_results)
@@ -173,7 +197,21 @@ def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script
         if outcome.failure:
             raise RuntimeError(f"{name} {script.name}: {outcome.failure}")
         tally.add(outcome, brain.needle, api.sent)
+        clock.gap(gap_s)
     return tally
+
+
+def ttl_lines(scripts: list[Script], host: Any, scratch: Path) -> list[str]:
+    """The shared prefix's TTL measured: 5 minutes vs 1 hour, with investigations back to back and 6 minutes apart."""
+    base = STRATEGIES["nightwatch"][0]
+    lines = ["cache TTL of the shared prefix (tools, system prompt), $ per investigation, simulated 8 s per model call:"]
+    for gap in (0.0, 360.0):
+        cost = {ttl: run("nightwatch", scripts, host, scratch / f"ttl-{ttl}-{gap:g}", base.with_(shared_cache_ttl=ttl), gap)
+                for ttl in ("5m", "1h")}
+        five, hour = (cost[t].cost_usd / cost[t].scripts for t in ("5m", "1h"))
+        label = "back to back" if not gap else f"{gap / 60:g} minutes apart"
+        lines.append(f"  investigations {label:<18} 5m ${five:.4f}   1h ${hour:.4f}   ({'1h pays' if hour < five else '5m is cheaper'})")
+    return lines
 
 
 # output ------------------------------------------------------------------------------------------
@@ -239,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             tallies = {name: run(name, scripts, host, short) for name in STRATEGIES}
             results["short"] = figures(tallies)
             if not args.json:
-                print(table(tallies, run("nightwatch-tight", scripts, host, short), scripts) + "\n")
+                print(table(tallies, run("nightwatch-tight", scripts, host, short), scripts))
+                print("\n".join(ttl_lines(scripts, host, short)) + "\n")
         if args.corpus in ("long", "both"):
             pairs = long_corpus(Path(scratch) / "checkouts")
             hosts = {script.name: host for script, host in pairs}
@@ -248,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             results["long"] = figures(tallies)
             if not args.json:
                 print(table(tallies, None, scripts, "long", limits=(0.50, 1.5)))
+                print("\n".join(ttl_lines(scripts, lambda s: hosts[s.name], Path(scratch) / "long")))
     if args.json:
         print(json.dumps(results, indent=2))
     return 0

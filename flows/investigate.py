@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
-from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.budgets import RunBudgetSpent
-from nightwatch.agent.policy import night_span_s, shared_ttl_for
 from nightwatch.investigate import InvestigationInterrupted
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from tasks._prefect import from_cache, raised
-from tasks.context import RunContext, home, settings_for
+from tasks.context import RunContext, settings_for
 from tasks.investigate_tasks import ensure_limit, investigate_error_task
 from tasks.night_inputs import load, stash
 
@@ -34,11 +32,9 @@ def investigate_subflow(ctx: RunContext, inputs: str, verdicts: list[TriageVerdi
     errors, traces, research = night.errors, night.traces, night.research
     settings = settings_for(ctx)
     limit = ensure_limit(settings)
-    span = night_span_s(len(errors), settings.analysis_concurrency, MetricsStore(home(ctx)).typical_investigation_s())
-    shared_ttl = shared_ttl_for(span)
-    get_run_logger().info("%d investigations under the concurrency limit %r (expected span %.0f s: shared prefix cached %s)",
-                          len(errors), limit, span, shared_ttl)
-    futures = [investigate_error_task.submit(ctx, *args, shared_ttl=shared_ttl) for args in zip(errors, traces, research, verdicts)]
+    get_run_logger().info("%d investigations under the concurrency limit %r (shared prefix cached %s)",
+                          len(errors), limit, settings.shared_cache_ttl)
+    futures = [investigate_error_task.submit(ctx, *args) for args in zip(errors, traces, research, verdicts)]
     return [_outcome(ctx, future, error, verdict) for future, error, verdict in zip(futures, errors, verdicts)]
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
@@ -232,15 +231,6 @@ class MetricsStore:
     def write_model_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ModelCall]) -> Path:
         """One file per analysis part (e.g. `<fingerprint>-investigate`), written as soon as it ends."""
         return self._write_run_part("model_calls", run_id, run_date, part, [model_call_row(c) for c in calls])
-
-    def typical_investigation_s(self, nights: int = 7) -> float | None:
-        """Median duration of the investigations of the last `nights` nights that wrote analyses, if any."""
-        days = sorted((self.root / "analyses").glob("date=*"))[-nights:]
-        durations: list[float] = []
-        for path in (p for day in days for p in sorted(day.glob("*/*.parquet"))):
-            table = pq.read_table(path, columns=["source", "iterations", "duration_s"]).to_pylist()
-            durations += [r["duration_s"] for r in table if r["source"] == "model" and r["iterations"] and r["duration_s"]]
-        return statistics.median(durations) if durations else None
 
     def night_calls(self, run_id: str, run_date: RunDate, columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Every row of the night's model-call ledger, whichever attempt wrote it (only `columns`, if given)."""

@@ -103,6 +103,9 @@ class Settings(BaseSettings):
 
     # Context management of investigations: each layer a switch (see nightwatch/agent/policy.py).
     prompt_caching: bool = True
+    shared_cache_ttl: Literal["5m", "1h"] = Field(
+        default="5m", description="TTL of the prefix the night's investigations share (tools, system prompt). 1h pays only "
+                                  "when investigations sit more than five minutes apart (benchmarks/token_efficiency.py).")
     lean_tool_results: bool = Field(default=True, description="read_file of a long file without a range answers a window "
                                                               "around the trace's line and an outline of the rest.")
     context_editing: bool = Field(default=True, description="Server-side clear_tool_uses / clear_thinking edits.")

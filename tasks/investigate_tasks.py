@@ -123,7 +123,7 @@ def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
 @nightwatch_task(name="investigate_error", retries=RETRIES, retry_delay_seconds=10, retry_condition_fn=_retryable,
                  cache_key_fn=_investigate_key, cache_expiration=timedelta(days=2))
 def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext,
-                           verdict: TriageVerdict, shared_ttl: str = "5m") -> ErrorAnalysisResult:
+                           verdict: TriageVerdict) -> ErrorAnalysisResult:
     """The agent reads the code; model and tool calls are metered as soon as an attempt ends."""
     settings = settings_for(ctx)
     definition = load_definition(ctx.agent)
@@ -136,7 +136,7 @@ def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData
                 cache=code_cache(ctx), events=event_log(ctx), max_iterations=settings.max_iterations,
                 token_budget=settings.token_budget_per_error,
                 cross_error=notes.recent(error.fingerprint) if settings.cross_error_context else None,
-                policy=ContextPolicy.from_settings(settings, shared_cache_ttl=shared_ttl),
+                policy=ContextPolicy.from_settings(settings),
                 run_budget=night_budget(ctx), checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
                 counter=_counter(ctx, definition.model or settings.model), raise_on_interrupt=task_run.run_count <= RETRIES,
             )

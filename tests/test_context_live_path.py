@@ -6,7 +6,7 @@ from nightwatch.agent.caching import hit_rate
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.loop import LoopConfig, run_agent
-from nightwatch.agent.policy import ContextPolicy, night_span_s, shared_ttl_for
+from nightwatch.agent.policy import ContextPolicy
 from nightwatch.pricing import cost_usd
 from tests.fakes.anthropic import FakeAnthropic, malformed, slow
 from tests.test_agent_loop import VALID, _case, _use
@@ -85,10 +85,11 @@ def test_a_long_night_caches_only_the_shared_prefix_for_an_hour(tmp_path):
     assert first.cost_usd > five_minute_only  # the hour is priced at 2x, the rest at 1.25x
 
 
-def test_the_shared_prefix_gets_an_hour_only_when_the_night_spans_more_than_five_minutes():
-    assert shared_ttl_for(night_span_s(deep=4, slots=4, typical_investigation_s=120)) == "5m"
-    assert shared_ttl_for(night_span_s(deep=12, slots=4, typical_investigation_s=120)) == "1h"
-    assert shared_ttl_for(night_span_s(deep=3, slots=4, typical_investigation_s=None)) == "5m"
+def test_the_shared_prefix_is_cached_five_minutes_unless_a_team_asks_for_an_hour():
+    from nightwatch.settings import Settings
+
+    assert ContextPolicy.from_settings(Settings()).shared_cache_ttl == "5m"
+    assert ContextPolicy.from_settings(Settings(shared_cache_ttl="1h")).shared_cache_ttl == "1h"
 
 
 def test_a_malformed_body_interrupts_the_loop_and_keeps_what_was_metered(tmp_path):

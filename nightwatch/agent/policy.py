@@ -5,10 +5,13 @@ is the naive agent the benchmark compares against. Why the defaults are what the
 
 - caching: a 5-minute TTL for everything an investigation writes (its research block and its turns:
   no other investigation reads them, and every call of its own re-reads and so refreshes them); the
-  prefix every investigation of the night shares (tools and system prompt) gets 1 hour only when the
-  night's investigations are expected to span more than five minutes (`shared_ttl_for`). Measured: a
-  batch night that cached its investigations for 1 hour paid 2x instead of 1.25x on every write and
-  52% more in all for the same tokens;
+  prefix every investigation of the night shares (tools and system prompt) gets 5 minutes too
+  (NIGHTWATCH_SHARED_CACHE_TTL=1h to change it). Measured (benchmarks/token_efficiency.py, simulated 8 s
+  per call): investigations back to back keep a 5-minute prefix warm, since every read refreshes it, and
+  the hour's 2x write costs 1-4% more; the hour pays only when investigations sit more than five minutes
+  apart (14% cheaper at 6-minute gaps). A night's investigations run back to back under the concurrency
+  limit, however long the night. Earlier: a batch night that cached its investigations for 1 hour paid
+  2x instead of 1.25x on every write and 52% more in all for the same tokens;
 - tool-result clearing fires late (40k tokens) and clears a lot at once (10k at least): every clearing
   invalidates the prompt cache after the cleared block, so small frequent clearings cost more than
   they save; `recall_context` results are never cleared (they are the way back to cleared content);
@@ -26,19 +29,6 @@ from typing import Any
 
 SCHEDULED_TTL = "1h"
 INTERACTIVE_TTL = "5m"
-FIVE_MINUTES_S = 300.0
-DEFAULT_INVESTIGATION_S = 120.0  # until the night's metrics say otherwise
-
-
-def shared_ttl_for(night_span_s: float) -> str:
-    """1 hour for the shared prefix only when the night's investigations span more than five minutes."""
-    return SCHEDULED_TTL if night_span_s > FIVE_MINUTES_S else INTERACTIVE_TTL
-
-
-def night_span_s(deep: int, slots: int, typical_investigation_s: float | None) -> float:
-    """How long the night's investigations take end to end: waves of `slots` at a typical duration."""
-    waves = -(-deep // max(slots, 1))
-    return waves * (typical_investigation_s or DEFAULT_INVESTIGATION_S)
 
 
 @dataclass(frozen=True)
@@ -69,13 +59,13 @@ class ContextPolicy:
                    lean_tool_results=False)
 
     @classmethod
-    def from_settings(cls, settings: Any, shared_cache_ttl: str = INTERACTIVE_TTL) -> "ContextPolicy":
-        """The settings' layers; `shared_cache_ttl` is the night's choice for its shared prefix (`shared_ttl_for`)."""
+    def from_settings(cls, settings: Any) -> "ContextPolicy":
+        """The settings' layers."""
         keep = settings.clear_thinking_keep
         return cls(
             prompt_caching=settings.prompt_caching,
             cache_ttl=INTERACTIVE_TTL,
-            shared_cache_ttl=shared_cache_ttl,
+            shared_cache_ttl=settings.shared_cache_ttl,
             context_editing=settings.context_editing,
             clear_tool_uses_trigger=settings.clear_tool_uses_trigger,
             clear_tool_uses_keep=settings.clear_tool_uses_keep,
