@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test ui benchmark lint clean
+.PHONY: setup run test ui deploy benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -33,6 +33,9 @@ ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving t
 
 lint: setup ## ruff over the project
 	$(VENV)/bin/ruff check .
+
+deploy: setup ## on the Prefect server PREFECT_API_URL names: the work pool, every deployment, how to start a worker
+	bash scripts/deploy.sh
 
 benchmark: setup ## the demo night, cold and warm
 	$(VENV)/bin/python benchmarks/run_demo.py

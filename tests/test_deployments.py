@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,3 +37,23 @@ def test_served_deployments_use_module_entrypoints():
     assert nightly.entrypoint == manual.entrypoint == "flows.nightwatch.nightwatch_flow"
     assert nightly.parameters["settings_block"] == "storefront" and nightly.parameters["mode"] == "batch"
     assert manual.parameters["mode"] == "interactive"
+
+
+def test_the_pull_step_runs_from_the_checkout_or_fails_naming_the_variable(tmp_path, monkeypatch, prefect_harness):
+    import asyncio
+
+    import yaml
+    from prefect.deployments.steps.core import StepExecutionError, run_steps
+
+    steps = yaml.safe_load((Path(__file__).resolve().parents[1] / "prefect.yaml").read_text())["pull"]
+    monkeypatch.delenv("NIGHTWATCH_CHECKOUT", raising=False)
+    with pytest.raises(StepExecutionError) as unset:  # Prefect logs the cause with the flow run
+        asyncio.run(run_steps(steps))
+    assert "NIGHTWATCH_CHECKOUT is not set on this worker" in str(unset.value.__cause__)
+    monkeypatch.setenv("NIGHTWATCH_CHECKOUT", str(tmp_path))
+    with pytest.raises(StepExecutionError) as elsewhere:
+        asyncio.run(run_steps(steps))
+    assert "no prefect.yaml there" in str(elsewhere.value.__cause__)
+    (tmp_path / "prefect.yaml").write_text("name: nightwatch\n")
+    outputs = asyncio.run(run_steps(steps))
+    assert outputs["directory"] == str(tmp_path.resolve()) and Path.cwd() == tmp_path.resolve()

@@ -21,7 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFECT = str(Path(sys.executable).parent / "prefect")
-PROJECT_FILES = ("prefect.yaml", "pyproject.toml", "flows", "tasks", "nightwatch", "blocks", "knowledge_store", "deployments")
+PROJECT_FILES = ("prefect.yaml", "pyproject.toml", "flows", "tasks", "nightwatch", "blocks", "knowledge_store", "deployments",
+                 "scripts")
 
 
 def _free_port() -> int:
@@ -64,7 +65,7 @@ def _prefect(env: dict[str, str], *args: str, cwd: Path | None = None) -> subpro
     return subprocess.run([PREFECT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
 
 
-def test_the_locked_cli_lists_and_deploys_against_a_real_server(server: dict[str, str], tmp_path: Path) -> None:
+def test_make_deploy_registers_every_deployment_and_the_locked_cli_lists_them(server: dict[str, str], tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     for name in PROJECT_FILES:
@@ -73,13 +74,20 @@ def test_the_locked_cli_lists_and_deploys_against_a_real_server(server: dict[str
             shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__", "app"))
         else:
             shutil.copy2(source, project / name)
-    env = {**server, "NIGHTWATCH_CHECKOUT": str(project)}
-    created = _prefect(env, "work-pool", "create", "nightwatch", "--type", "process")
-    assert created.returncode == 0, created.stdout + created.stderr
+    env = {**server, "NIGHTWATCH_CHECKOUT": str(project), "PREFECT": PREFECT}
+    deployed = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
+    assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
+    assert "prefect worker start --pool nightwatch" in deployed.stdout
     for command in (["work-pool", "ls"], ["deployment", "ls"], ["flow-run", "ls"], ["artifact", "ls"], ["block", "ls"]):
         listed = _prefect(env, *command)
         assert listed.returncode == 0 and "422" not in listed.stdout + listed.stderr, f"prefect {' '.join(command)}: {listed.stderr[-1500:]}"
-    deployed = _prefect(env, "--no-prompt", "deploy", "--all", cwd=project)
-    assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
     listed = _prefect(env, "deployment", "ls")
     assert all(f"nightwatch/{name}" in listed.stdout for name in ("nightly", "manual", "collect")), listed.stdout
+    again = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]  # a second deploy updates in place
+
+
+def test_make_deploy_refuses_without_a_real_server(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    refused = subprocess.run(["bash", str(ROOT / "scripts" / "deploy.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "set PREFECT_API_URL" in refused.stderr
