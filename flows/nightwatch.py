@@ -88,6 +88,7 @@ def nightwatch_flow(
         report.patterns, report.ignore_suggestions = found
     report.finished_at = datetime.now(timezone.utc)
     run_step(report, "-", "record_run", learn.record_run, ctx, report, critical=False)
+    run_step(report, "-", "report_artifact", publish.report_artifact, ctx, report, critical=False)
     return report
 
 

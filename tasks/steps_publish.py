@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
@@ -16,14 +18,15 @@ from tasks._prefect import nightwatch_task
 from tasks.context import RunContext, report_dir, runtime, settings_for
 
 
-def _artifact_key(ctx: RunContext, what: str) -> str:
-    return f"nightwatch-{what}"  # artifact keys: lowercase letters, numbers, dashes
+def artifact_key(ctx: RunContext, what: str) -> str:
+    """One key per night and kind (lowercase letters, numbers, dashes): each attempt adds a version of the same artifact."""
+    return re.sub(r"[^a-z0-9-]+", "-", f"nightwatch-{what}-{ctx.run_id}".lower()).strip("-")[:200]
 
 
 @nightwatch_task(name="notify", retries=3, retry_delay_seconds=[5, 30, 120])
 def notify(ctx: RunContext, report: RunReport) -> str:
     """Step 6: Slack report (Block Kit) and the Prefect markdown + table artifacts."""
-    create_markdown_artifact(report_markdown(report), key=_artifact_key(ctx, "report"), description=f"NightWatch {ctx.run_id}")
+    create_markdown_artifact(report_markdown(report), key=artifact_key(ctx, "report"), description=f"NightWatch {ctx.run_id}")
     rows = [
         {"error": r.error.label[:80], "occurrences": r.error.occurrences, "route": r.verdict.route if r.verdict else "",
          "source": r.source, "confidence": r.analysis.confidence if r.analysis else "", "tokens": r.tokens.total,
@@ -31,11 +34,19 @@ def notify(ctx: RunContext, report: RunReport) -> str:
         for r in report.results
     ]
     if rows:
-        create_table_artifact(rows, key=_artifact_key(ctx, "errors"), description="Errors analysed tonight")
+        create_table_artifact(rows, key=artifact_key(ctx, "errors"), description="Errors analysed tonight")
     if ctx.dry_run:
         return "dry run: nothing sent"
     result = runtime(ctx).notifier_factory(report_dir(ctx)).post_report(report)
     return f"{result.action} ({result.target}{': ' + str(result.path) if result.path else ''})"
+
+
+@nightwatch_task(name="report_artifact")
+def report_artifact(ctx: RunContext, report: RunReport) -> str:
+    """The night's report artifact again at the end: every step 0-13, the issues, the PR and the spend (a new version
+    of the same key; step 6 wrote the first one for anyone watching the night)."""
+    create_markdown_artifact(report_markdown(report), key=artifact_key(ctx, "report"), description=f"NightWatch {ctx.run_id} (final)")
+    return artifact_key(ctx, "report")
 
 
 @nightwatch_task(name="select_for_issues")

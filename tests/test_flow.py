@@ -71,6 +71,14 @@ def test_demo_night_then_a_second_night(nightwatch_home, monkeypatch):
     fingerprints = [name.split("-", 1)[1] for name in issues_after]
     assert len(fingerprints) == len(set(fingerprints)) and set(issues_before) <= set(issues_after)
     assert again.pr is not None and again.pr.action == "exists"
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:  # one report artifact per night, a version per attempt, the last complete
+        versions = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[f"nightwatch-report-{report.run_id}".lower()])))
+    assert len(versions) >= 4  # step 6 and the end, for each of the two attempts
+    latest = max(versions, key=lambda a: a.created).data
+    assert "detect_patterns" in latest and "record_run" in latest and "file_issues" in latest
 
 
 def test_live_model_path_through_the_fake_api(nightwatch_home, monkeypatch):
