@@ -9,7 +9,7 @@ from nightwatch import environment
 
 
 def main() -> None:
-    environment.configure(Path(os.environ.get("NIGHTWATCH_HOME", ".nightwatch")).resolve())
+    environment.configure(Path(os.environ.get("NIGHTWATCH_HOME", ".nightwatch")).resolve(), log_level="INFO")
     from prefect import serve
 
     from deployments.definitions import build_collect_deployment, build_deployments

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def configure(home: Path) -> None:
+def configure(home: Path, log_level: str = "WARNING") -> None:
+    """Prefect's folders under `home`, and its log level: NIGHTWATCH_LOG_LEVEL, else `log_level` (the CLI keeps its
+    console quiet; a served or worker run sends INFO to the run's Logs tab)."""
     home.mkdir(parents=True, exist_ok=True)
     defaults = {
         "PREFECT_HOME": str(home / "prefect"),
@@ -21,7 +23,7 @@ def configure(home: Path) -> None:
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
-        "PREFECT_LOGGING_LEVEL": os.environ.get("NIGHTWATCH_LOG_LEVEL", "WARNING"),
+        "PREFECT_LOGGING_LEVEL": os.environ.get("NIGHTWATCH_LOG_LEVEL", log_level),
     }
     for name, value in defaults.items():
         os.environ.setdefault(name, value)

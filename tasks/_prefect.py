@@ -12,13 +12,38 @@ from prefect import task
 from prefect.cache_policies import NONE
 
 
-def nightwatch_task(*args: Any, **kwargs: Any):
+def nightwatch_task(*args: Any, step: str | None = None, **kwargs: Any):
+    """A task with the project's defaults; `step` names its runs as the step list does (`4 investigate_error · …`)."""
+    if step is not None and "name" in kwargs:
+        kwargs.setdefault("task_run_name", run_name(step, kwargs["name"]))
     cached = "cache_key_fn" in kwargs
     if not cached:
         kwargs.setdefault("cache_policy", NONE)
     kwargs.setdefault("persist_result", cached)
     kwargs.setdefault("log_prints", True)
     return task(*args, **kwargs)
+
+
+def run_name(step: str, name: str):
+    """`3 fetch_traces · NoMethodError orders#show`: the step, the task, and the error it works on, if any."""
+
+    def build() -> str:
+        from prefect.runtime import task_run
+
+        error = (task_run.parameters or {}).get("error")
+        if error is None or not hasattr(error, "error_class"):
+            return f"{step} {name}"
+        return f"{step} {name} · {error.error_class} {short_transaction(error.transaction)}"[:120]
+
+    return build
+
+
+def short_transaction(transaction: str) -> str:
+    """`Controller/orders/show` -> `orders#show`; other transactions keep their last two parts."""
+    parts = [p for p in transaction.split("/") if p]
+    if transaction.startswith("Controller/") and len(parts) >= 3:
+        return f"{'/'.join(parts[1:-1])}#{parts[-1]}"
+    return "/".join(parts[-2:])
 
 
 def key(*parts: object) -> str:

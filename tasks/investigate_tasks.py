@@ -120,7 +120,7 @@ def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
     return AnthropicCounter(client.sdk, model) if isinstance(client, AnthropicModelClient) else None
 
 
-@nightwatch_task(name="investigate_error", retries=RETRIES, retry_delay_seconds=10, retry_condition_fn=_retryable,
+@nightwatch_task(name="investigate_error", step="4", retries=RETRIES, retry_delay_seconds=10, retry_condition_fn=_retryable,
                  cache_key_fn=_investigate_key, cache_expiration=timedelta(days=2))
 def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext,
                            verdict: TriageVerdict) -> ErrorAnalysisResult:

@@ -6,7 +6,8 @@ import logging
 from collections import Counter
 from typing import Any, Callable
 
-from prefect import Task
+from prefect import Task, get_run_logger
+from prefect.exceptions import MissingContextError
 
 from nightwatch.models import RunReport, StepOutcome
 from nightwatch.settings import Settings
@@ -66,7 +67,7 @@ PROGRESS = logging.getLogger("nightwatch.progress")
 
 def run_step(report: RunReport, step: str, name: str, fn: Callable[..., Any], *args: Any, critical: bool = True) -> Any:
     """Run a task (or a small inline step), append its outcome, and return its result; say so as it goes."""
-    PROGRESS.info("step %s %s …", step, name)
+    _say(logging.INFO, "step %s %s …", step, name)
     try:
         if isinstance(fn, Task):
             state = fn(*args, return_state=True)
@@ -76,11 +77,20 @@ def run_step(report: RunReport, step: str, name: str, fn: Callable[..., Any], *a
             value, status = fn(*args), "ok"
     except Exception as exc:
         report.steps.append(StepOutcome(step=step, name=name, status="failed", detail=f"{type(exc).__name__}: {exc}"[:500]))
-        PROGRESS.warning("step %s %s FAILED: %s", step, name, report.steps[-1].detail)
+        _say(logging.WARNING, "step %s %s FAILED: %s", step, name, report.steps[-1].detail)
         if critical:
             raise StepFailed(name, exc) from exc
         report.warnings.append(f"step {step} {name} failed: {exc}")
         return None
     report.steps.append(StepOutcome(step=step, name=name, status=status, detail=describe(value)))
-    PROGRESS.info("step %s %s %s: %s", step, name, status, report.steps[-1].detail)
+    _say(logging.INFO, "step %s %s %s: %s", step, name, status, report.steps[-1].detail)
     return value
+
+
+def _say(level: int, message: str, *args: Any) -> None:
+    """A progress line on stderr (the CLI) and in the flow run's logs (the UI's Logs tab)."""
+    PROGRESS.log(level, message, *args)
+    try:
+        get_run_logger().log(level, message, *args)
+    except MissingContextError:  # outside a flow run
+        pass

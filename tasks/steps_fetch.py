@@ -19,7 +19,7 @@ from tasks._prefect import key, nightwatch_task
 from tasks.context import RunContext, home, runtime, settings_for
 
 
-@nightwatch_task(name="load_knowledge")
+@nightwatch_task(name="load_knowledge", step="0")
 def load_knowledge(ctx: RunContext) -> dict:
     """Step 0: open the knowledge store and its index; a damaged index is rebuilt and damaged documents
     are quarantined (reported in the log and by `nightwatch doctor`), so the night goes on."""
@@ -32,7 +32,7 @@ def load_knowledge(ctx: RunContext) -> dict:
         return load_index(home(ctx) / "knowledge")
 
 
-@nightwatch_task(name="connect")
+@nightwatch_task(name="connect", step="1")
 def connect(ctx: RunContext) -> list[SourceStatus]:
     """Step 1: build clients; say which sources are live and which are offline defaults; verify what is cheap
     to verify (a refused key, an unknown model or agent ends the night here, as a configuration error)."""
@@ -52,7 +52,7 @@ def ignore_file_of(ctx: RunContext) -> str | None:
 
 
 @nightwatch_task(
-    name="fetch_errors", retries=2, retry_delay_seconds=5,
+    name="fetch_errors", step="2", retries=2, retry_delay_seconds=5,
     cache_key_fn=lambda _c, p: key("fetch_errors", runtime(p["ctx"]).source.name, p["ctx"].run_id, p["ctx"].max_errors,
                                    ignore_file_of(p["ctx"]), settings_for(p["ctx"]).noise_defaults),
     cache_expiration=timedelta(days=2),
@@ -65,7 +65,7 @@ def fetch_errors(ctx: RunContext) -> Selection:
 
 
 @nightwatch_task(
-    name="fetch_traces", retries=2, retry_delay_seconds=5,
+    name="fetch_traces", step="3", retries=2, retry_delay_seconds=5,
     cache_key_fn=lambda _c, p: key("fetch_traces", p["error"].fingerprint, p["ctx"].run_id,
                                    runtime(p["ctx"]).host.name, settings_for(p["ctx"]).path_prefixes),
     cache_expiration=timedelta(days=2),
@@ -76,14 +76,14 @@ def fetch_traces(ctx: RunContext, error: ErrorGroup) -> TraceData:
     return locate_frames(rt.source.fetch_traces(error, ctx.window), rt.paths)
 
 
-@nightwatch_task(name="recent_prs", retries=2, retry_delay_seconds=5)
+@nightwatch_task(name="recent_prs", step="3.5", retries=2, retry_delay_seconds=5)
 def recent_prs(ctx: RunContext) -> list[CorrelatedPR]:
     """Recently merged PRs on the default branch (input of research and step 8)."""
     return runtime(ctx).host.recent_merged_prs(since=pr_lookback(ctx.window.end))
 
 
 @nightwatch_task(
-    name="research",
+    name="research", step="3.5",
     cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].run_id, p["index"].get("last_updated")),
     cache_expiration=timedelta(days=2),
 )

@@ -20,7 +20,7 @@ from tasks._prefect import nightwatch_task
 from tasks.context import RunContext, home, settings_for
 
 
-@nightwatch_task(name="compound")
+@nightwatch_task(name="compound", step="12")
 def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: dict[str, dict[str, str]]) -> str:
     """Step 12: knowledge documents, their index, and the night's metrics; idempotent per run_id."""
     knowledge = home(ctx) / "knowledge"
@@ -47,7 +47,7 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}{note}"
 
 
-@nightwatch_task(name="detect_patterns")
+@nightwatch_task(name="detect_patterns", step="13")
 def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None) -> tuple[list[DetectedPattern], list[IgnoreSuggestion]]:
     """Step 13: cross-error and cross-run patterns, and ignore-rule suggestions for a human to review."""
     knowledge = home(ctx) / "knowledge"
@@ -62,7 +62,7 @@ def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None)
     return patterns, suggestions
 
 
-@nightwatch_task(name="record_run")
+@nightwatch_task(name="record_run", step="-")
 def record_run(ctx: RunContext, report: RunReport) -> str:
     """The run's own row, then the DuckDB views analysts query."""
     MetricsStore(home(ctx)).write_run(report, ctx.run_date)

@@ -23,7 +23,7 @@ def artifact_key(ctx: RunContext, what: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", f"nightwatch-{what}-{ctx.run_id}".lower()).strip("-")[:200]
 
 
-@nightwatch_task(name="notify", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="notify", step="6", retries=3, retry_delay_seconds=[5, 30, 120])
 def notify(ctx: RunContext, report: RunReport) -> str:
     """Step 6: Slack report (Block Kit) and the Prefect markdown + table artifacts."""
     create_markdown_artifact(report_markdown(report), key=artifact_key(ctx, "report"), description=f"NightWatch {ctx.run_id}")
@@ -41,7 +41,7 @@ def notify(ctx: RunContext, report: RunReport) -> str:
     return f"{result.action} ({result.target}{': ' + str(result.path) if result.path else ''})"
 
 
-@nightwatch_task(name="report_artifact")
+@nightwatch_task(name="report_artifact", step="-")
 def report_artifact(ctx: RunContext, report: RunReport) -> str:
     """The night's report artifact again at the end: every step 0-13, the issues, the PR and the spend (a new version
     of the same key; step 6 wrote the first one for anyone watching the night)."""
@@ -49,13 +49,13 @@ def report_artifact(ctx: RunContext, report: RunReport) -> str:
     return artifact_key(ctx, "report")
 
 
-@nightwatch_task(name="select_for_issues")
+@nightwatch_task(name="select_for_issues", step="7")
 def select_for_issues(ctx: RunContext, results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisResult]:
     """Step 7: which analyses deserve an issue (the WIP limit applies when filing)."""
     return select_for_issues_core(results)
 
 
-@nightwatch_task(name="correlate_prs", retries=2, retry_delay_seconds=5)
+@nightwatch_task(name="correlate_prs", step="8", retries=2, retry_delay_seconds=5)
 def correlate_prs(ctx: RunContext, chosen: list[ErrorAnalysisResult], prs: list[CorrelatedPR]) -> list[ErrorAnalysisResult]:
     """Step 8: recently merged PRs that touch each error's files go into its issue."""
     out = []
@@ -66,7 +66,7 @@ def correlate_prs(ctx: RunContext, chosen: list[ErrorAnalysisResult], prs: list[
     return out
 
 
-@nightwatch_task(name="check_fixes")
+@nightwatch_task(name="check_fixes", step="8.5")
 def check_fixes(ctx: RunContext, chosen: list[ErrorAnalysisResult], traces: list[TraceData]) -> list[ErrorAnalysisResult]:
     """Step 8.5: every proposed fix through the gate (applies, parses, not symptom-only, confidence); the issue
     lists the checks, and only a fix that passes them all can become the draft PR."""
@@ -83,7 +83,7 @@ def check_fixes(ctx: RunContext, chosen: list[ErrorAnalysisResult], traces: list
     return out
 
 
-@nightwatch_task(name="file_issues", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="file_issues", step="9", retries=3, retry_delay_seconds=[5, 30, 120])
 def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) -> list[CreatedIssueResult]:
     """Step 9: create, or comment "new occurrence" on the existing issue; idempotent by fingerprint."""
     if ctx.dry_run:
@@ -92,7 +92,7 @@ def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) 
                             demo, report_dir(ctx))
 
 
-@nightwatch_task(name="propose_fix", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="propose_fix", step="10", retries=3, retry_delay_seconds=[5, 30, 120])
 def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list[CreatedIssueResult]) -> CreatedPRResult | None:
     """Step 10: the best fix that passed every check of step 8.5 becomes one draft PR (idempotent)."""
     best = choose_best_fix([r for r in chosen if r.fix_gate and r.fix_gate.passed])
@@ -113,7 +113,7 @@ def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list
     return propose_fix_core(best, fix, rt.pulls, rt.host, ctx.run_id, issue, report_dir(ctx))
 
 
-@nightwatch_task(name="follow_up", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="follow_up", step="11", retries=3, retry_delay_seconds=[5, 30, 120])
 def follow_up(ctx: RunContext, report: RunReport) -> str:
     """Step 11: Slack follow-up with the issue and PR links."""
     if ctx.dry_run or not (report.issues or report.pr):

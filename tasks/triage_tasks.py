@@ -60,7 +60,7 @@ def _retry_unless_configuration(_task, _run, state) -> bool:
     return not (isinstance(cause, TriageFailed) and cause.configuration)
 
 
-@nightwatch_task(name="triage_error", retries=2, retry_delay_seconds=10, retry_condition_fn=_retry_unless_configuration,
+@nightwatch_task(name="triage_error", step="4", retries=2, retry_delay_seconds=10, retry_condition_fn=_retry_unless_configuration,
                  cache_key_fn=_triage_key, cache_expiration=timedelta(days=2))
 def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext) -> TriageOutcome:
     """Known answers skip the model; everything else gets one cheap triage call within the API's limit.
@@ -104,7 +104,7 @@ def poll_policy(ctx: RunContext, hold_s: float | None) -> PollPolicy:
     return PollPolicy(initial_s=initial, max_s=ceiling, hold_s=hold_s, deadline_s=s.batch_deadline_s)
 
 
-@nightwatch_task(name="plan_triage")
+@nightwatch_task(name="plan_triage", step="4")
 def plan_triage(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext]) -> TriagePlan:
     """Known answers, then every other error's request, estimated and split by cost (seed 004, phase 3)."""
     s = settings_for(ctx)
@@ -116,19 +116,19 @@ def _retry_unless_refused(_task, _task_run, state) -> bool:
     return not isinstance(raised(state), BatchRefused)
 
 
-@nightwatch_task(name="submit_triage_batches", retries=2, retry_delay_seconds=5, retry_condition_fn=_retry_unless_refused)
+@nightwatch_task(name="submit_triage_batches", step="4", retries=2, retry_delay_seconds=5, retry_condition_fn=_retry_unless_refused)
 def submit_triage_batches(ctx: RunContext, plan: TriagePlan) -> BatchLedger:
     """Create the night's batches, or resume the ones already on the ledger."""
     return submit_or_resume(batch_backend(ctx), ledger_store(ctx), night_key(ctx), ctx.run_id, plan.batches)
 
 
-@nightwatch_task(name="await_triage_batches", retries=2, retry_delay_seconds=10)
+@nightwatch_task(name="await_triage_batches", step="4", retries=2, retry_delay_seconds=10)
 def await_triage_batches(ctx: RunContext, ledger: BatchLedger, hold_s: float | None) -> BatchLedger:
     """Poll with backoff until the batches end, or until `hold_s` is spent (then the night is handed off)."""
     return wait_for_batches(batch_backend(ctx), ledger_store(ctx), ledger, poll_policy(ctx, hold_s))
 
 
-@nightwatch_task(name="collect_triage_batches", retries=2, retry_delay_seconds=10)
+@nightwatch_task(name="collect_triage_batches", step="4", retries=2, retry_delay_seconds=10)
 def collect_triage_batches(ctx: RunContext, ledger: BatchLedger) -> BatchLedger:
     """Verdicts by custom_id; metered once, at the batch price, for the run that collected them."""
     ledger = collect(batch_backend(ctx), ledger_store(ctx), ledger.key, ctx.run_id, settings_for(ctx).triage_model)

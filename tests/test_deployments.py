@@ -57,3 +57,11 @@ def test_the_pull_step_runs_from_the_checkout_or_fails_naming_the_variable(tmp_p
     (tmp_path / "prefect.yaml").write_text("name: nightwatch\n")
     outputs = asyncio.run(run_steps(steps))
     assert outputs["directory"] == str(tmp_path.resolve()) and Path.cwd() == tmp_path.resolve()
+
+
+def test_task_run_names_shorten_transactions_like_rails_routes():
+    from tasks._prefect import short_transaction
+
+    assert short_transaction("Controller/orders/show") == "orders#show"
+    assert short_transaction("Controller/api/v1/orders/create") == "api/v1/orders#create"
+    assert short_transaction("OtherTransaction/SidekiqJob/InvoiceJob/perform") == "InvoiceJob/perform"

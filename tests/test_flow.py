@@ -79,6 +79,11 @@ def test_demo_night_then_a_second_night(nightwatch_home, monkeypatch):
     assert len(versions) >= 4  # step 6 and the end, for each of the two attempts
     latest = max(versions, key=lambda a: a.created).data
     assert "detect_patterns" in latest and "record_run" in latest and "file_issues" in latest
+    with get_client(sync_client=True) as client:  # task runs read like the step list, per error where there is one
+        names = {run.name for run in client.read_task_runs(limit=200)}
+    assert {"0 load_knowledge", "2 fetch_errors", "8.5 check_fixes", "13 detect_patterns"} <= names
+    assert "3 fetch_traces · NoMethodError orders#show" in names
+    assert any(name.startswith("4 investigate_error · ") for name in names)
 
 
 def test_live_model_path_through_the_fake_api(nightwatch_home, monkeypatch):
