@@ -1,11 +1,28 @@
-"""Serve the nightly and manual deployments from this process (`make ui` runs this)."""
+"""Serve the nightly, manual and collect deployments from this process (`make ui` runs this).
+
+Ctrl-C (SIGINT) or SIGTERM stops serving; Prefect's shutdown can then linger for a minute in background
+threads, so the process ends at most STOP_GRACE_S after the signal, whatever is still winding down (a night
+that was running is resumed by its next attempt: nights are idempotent).
+"""
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 from nightwatch import environment
+
+STOP_GRACE_S = 4.0
+
+
+def _stop(signum: int, _frame: object) -> None:
+    timer = threading.Timer(STOP_GRACE_S, os._exit, args=(0,))
+    timer.daemon = True  # a daemon timer still fires while the main thread waits for Prefect's threads
+    timer.start()
+    signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
+    raise KeyboardInterrupt
 
 
 def main() -> None:
@@ -14,8 +31,11 @@ def main() -> None:
 
     from deployments.definitions import build_collect_deployment, build_deployments
 
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     block = os.environ.get("NIGHTWATCH_SETTINGS_BLOCK")
     serve(*build_deployments(block), build_collect_deployment(block))
+    os._exit(0)  # served until a signal: do not wait for Prefect's background threads
 
 
 if __name__ == "__main__":

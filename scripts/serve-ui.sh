@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local Prefect server (UI on 127.0.0.1:PORT) and a process serving the NightWatch deployments.
-# Ctrl-C stops both.
+# Ctrl-C stops both within 5 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT="${1:-4200}"
@@ -12,11 +12,23 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 mkdir -p "$NIGHTWATCH_HOME"
 .venv/bin/prefect server start --host 127.0.0.1 --port "$PORT" > "$NIGHTWATCH_HOME/prefect-server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT INT TERM
+serve=""
+stop() {  # every process of `make ui` ends within 5 s: TERM, then KILL what is left
+  kill -TERM $serve $server 2>/dev/null || true
+  for _ in $(seq 1 20); do
+    { [ -n "$serve" ] && kill -0 "$serve" 2>/dev/null; } || kill -0 "$server" 2>/dev/null || break
+    sleep 0.25
+  done
+  kill -KILL $serve $server 2>/dev/null || true
+}
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
 for _ in $(seq 1 90); do
   if .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen('$PREFECT_API_URL/health', timeout=1)" 2>/dev/null; then break; fi
   kill -0 $server 2>/dev/null || { echo "prefect server exited; see $NIGHTWATCH_HOME/prefect-server.log" >&2; exit 1; }
   sleep 1
 done
 echo "Prefect UI: http://127.0.0.1:${PORT}  (deployments: nightwatch/nightly, nightwatch/manual)"
-.venv/bin/python -m deployments.serve
+.venv/bin/python -m deployments.serve &
+serve=$!
+wait "$serve"

@@ -91,3 +91,35 @@ def test_make_deploy_refuses_without_a_real_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     refused = subprocess.run(["bash", str(ROOT / "scripts" / "deploy.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "set PREFECT_API_URL" in refused.stderr
+
+
+def test_ctrl_c_on_make_ui_ends_every_process_within_seconds(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env |= {"NIGHTWATCH_HOME": str(tmp_path / "home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    log = tmp_path / "ui.log"
+    with log.open("w") as out:
+        ui = subprocess.Popen(["bash", str(ROOT / "scripts" / "serve-ui.sh"), str(_free_port())], env=env, stdout=out,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 150
+        while "being served" not in log.read_text() and time.monotonic() < deadline and ui.poll() is None:
+            time.sleep(1)
+        assert "being served" in log.read_text(), log.read_text()[-3000:]
+        started = time.monotonic()
+        os.killpg(ui.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground group
+        while (ui.poll() is None or _group_alive(ui.pid)) and time.monotonic() - started < 30:  # poll reaps the script
+            time.sleep(0.25)
+        stopped_after = time.monotonic() - started
+    finally:
+        if _group_alive(ui.pid):
+            os.killpg(ui.pid, signal.SIGKILL)
+    assert stopped_after < 8, f"make ui took {stopped_after:.1f} s to stop"
+    assert "Traceback" not in log.read_text()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
