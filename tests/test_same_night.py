@@ -57,12 +57,22 @@ class StallingFake(FakeAnthropic):
         if (body.get("tool_choice") or {}).get("name") != TRIAGE_TOOL:
             with self._count_lock:
                 self.investigation_requests += 1
-                stall = self.investigation_requests == self.stall_at
+                # the Nth request or the first after it that continues an investigation (it carries a tool result,
+                # so that investigation's checkpoint is on disk): never a race with which investigation got a slot first
+                stall = (self.stall_at is not None and self.investigation_requests >= self.stall_at
+                         and not self.stalled.is_set() and _continues(body))
+                if stall:
+                    self.stalled.set()
             if stall:
-                self.stalled.set()
                 self.release.wait(NIGHT_TIMEOUT_S)
                 return Reply(503, {"type": "error", "error": {"type": "api_error", "message": "gone"}})
         return super()._messages(req)
+
+
+def _continues(body: dict) -> bool:
+    """The request carries a tool result: its investigation finished an iteration (and wrote its checkpoint)."""
+    return any(isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
+               for m in body.get("messages") or [])
 
 
 def _env(home: Path, fake: FakeAnthropic | None, retries: int) -> dict[str, str]:
