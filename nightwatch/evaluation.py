@@ -27,7 +27,7 @@ from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import ErrorAnalysisResult, FileChange, Model, RunReport, Window
 from nightwatch.sources.export_file import ExportFileSource
-from nightwatch.trace_paths import PathMap, locate_frames
+from nightwatch.trace_paths import PathMap, locate_frames, mapped_share
 
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
 CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths")
@@ -215,9 +215,7 @@ def frame_mapping(case: EvalCase, repo: Path) -> tuple[int, int]:
     error = next((e for e in source.fetch_errors(window).errors if _is(e.error_class, e.transaction, case.error)), None)
     if error is None:
         raise EvalError(f"{case.export}: no row for {case.error.error_class} in {case.error.transaction}")
-    traces = locate_frames(source.fetch_traces(error, window), PathMap.of_host(LocalRepoHost(repo)))
-    app = [f for f in traces.stack_frames if f.in_app]
-    return sum(1 for f in app if f.located), len(app)
+    return mapped_share(locate_frames(source.fetch_traces(error, window), PathMap.of_host(LocalRepoHost(repo))))
 
 
 def _is(error_class: str, transaction: str, expected: CaseError) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from nightwatch.agent.emulated_api import EmulatedMessagesAPI
 from nightwatch.agent.emulated_cache import PromptCache
 from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
+from nightwatch.agent.file_view import numbered_lines
 from nightwatch.agent.heuristics import diagnose, triage_verdict
 from nightwatch.agent.origin_rules import Origin, assignment_query, find_origin, nil_receiver
 from nightwatch.agent.tools import SUBMIT_TOOL
@@ -32,7 +33,6 @@ _FRAME = re.compile(r"\[app\]\s+(?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<metho
 _TOP = re.compile(r"Top in-app frame: (?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
 _FIELD = re.compile(r"^(Error class|Transaction|HTTP status|Occurrences): (.*)$", re.M)
 _MESSAGE = re.compile(r'<untrusted source="error message">\n(.*?)\n</untrusted>', re.S)
-_NUMBERED = re.compile(r"^\s*(\d+)\| ?(.*)$")
 _LIKELY = re.compile(r"Likely files: (.*)")
 _CALLED = re.compile(r"^- called (?P<name>\w+) (?P<args>\{.*\})$", re.M)
 
@@ -124,7 +124,7 @@ class _Conversation:
     def source_of(self, path: str, recall_query: str = "") -> dict[int, str]:
         """Numbered lines of a file read in this conversation (or recalled after it was cleared)."""
         read = self.result("read_file", path=path) or (self.result("recall_context", query=recall_query) if recall_query else None)
-        return {} if read is None or read[1] else _numbered_lines(read[0])
+        return {} if read is None or read[1] else dict(numbered_lines(read[0]))
 
     def likely_files(self) -> list[str]:
         match = _LIKELY.search(self.text)
@@ -281,15 +281,6 @@ def _failing_method(message: str) -> str:
         r"has no attribute '([^']+)'", message
     )
     return match.group(1) if match else ""
-
-
-def _numbered_lines(text: str) -> dict[int, str]:
-    out = {}
-    for raw in text.splitlines():
-        match = _NUMBERED.match(raw)
-        if match:
-            out[int(match.group(1))] = match.group(2)
-    return out
 
 
 def _narration(name: str, args: dict[str, Any]) -> str:

@@ -146,14 +146,15 @@ class ToolRunner:
     lean: bool = True  # a long file read without a range answers a window and an outline; a repeat, a reference
     context_intact: bool = True  # set by the loop: nothing was cleared or compacted yet, so earlier results are in view
     _shown: dict[tuple, int] = field(default_factory=dict)  # (path, start, end, text digest) -> iteration shown
+    _iteration: int = 0  # of the call being answered
 
     def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
         started = time.monotonic()
         try:
             if name not in self.allowed:
                 raise CodeHostError(f"unknown tool '{name}'; available: {', '.join(self.allowed)}")
-            handler = getattr(self, f"_{name}")
-            outcome = handler(**(args or {}), iteration=iteration) if name == "read_file" else handler(**(args or {}))
+            self._iteration = iteration
+            outcome = getattr(self, f"_{name}")(**(args or {}))
         except CodeHostError as exc:
             outcome = ToolOutcome(str(exc), is_error=True)
         except TypeError as exc:
@@ -170,7 +171,7 @@ class ToolRunner:
             self.events.append(self.fingerprint, "tool_result", label, outcome.text, iteration)
         return outcome
 
-    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None, iteration: int = 0) -> ToolOutcome:
+    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolOutcome:
         path, mapped = self.cache.paths.repo_path(path)  # a production path from the trace reads its repository file
         text, cached = self.cache.get(
             ("read", path, start_line, end_line),
@@ -180,7 +181,7 @@ class ToolRunner:
             text = file_view(path, text, self._focus_line(path))
         if path not in self.files_examined:
             self.files_examined.append(path)
-        shown = self._already_shown(path, start_line, end_line, text, iteration)
+        shown = self._already_shown(path, start_line, end_line, text, self._iteration)
         return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached)
 
     def _already_shown(self, path: str, start: int | None, end: int | None, text: str, iteration: int) -> str | None:
