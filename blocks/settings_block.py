@@ -54,6 +54,8 @@ class NightWatchConfig(Block):
     github: GitHubCredentials | None = None
     slack: SlackCredentials | None = None
     home: str | None = None
+    result_storage: str | None = Field(default=None, description="Path, fsspec URL or filesystem block (type/name) "
+                                                                 "every worker shares; default <home>/results.")
     max_errors: int | None = None
     max_issues: int | None = None
     open_issue_limit: int | None = None
@@ -62,7 +64,7 @@ class NightWatchConfig(Block):
 
     def settings_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {k: getattr(self, k) for k in
-                                  ("home", "max_errors", "max_issues", "open_issue_limit", "token_budget_per_error", "token_budget_per_run")}
+                                  ("home", "result_storage", "max_errors", "max_issues", "open_issue_limit", "token_budget_per_error", "token_budget_per_run")}
         if self.anthropic:
             values |= {"anthropic_api_key": self.anthropic.api_key, "anthropic_base_url": self.anthropic.base_url,
                        "model": self.anthropic.model, "triage_model": self.anthropic.triage_model}

@@ -13,15 +13,19 @@ from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.context import get_run_context
+from prefect.states import Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
 from nightwatch.models import ErrorAnalysisResult, RunReport, StepOutcome
+from nightwatch.render.summary import status_line
 from nightwatch.report import run_totals
+from tasks import result_storage
 from tasks import steps_fetch as fetch
 from tasks import steps_learn as learn
 from tasks import steps_publish as publish
+from tasks._prefect import label_cached_runs
 from tasks.analysis_results import combine_results
 from tasks.context import RunContext, new_context, report_dir, runtime, settings_for
 from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
@@ -40,14 +44,17 @@ def nightwatch_flow(
     overrides: dict[str, Any] | None = None,
 ) -> RunReport:
     settings = resolve_run_settings(settings_block, overrides, max_errors=max_errors, max_issues=max_issues, agent=agent)
+    results_at = result_storage.use_for_night(settings)  # before any task: a retry on any worker finds the finished steps
     run = get_run_context().flow_run
     anchor = until or (run.expected_start_time if run and run.expected_start_time else datetime.now(timezone.utc))
     ctx = new_context(settings, str(run.id if run else "local"), anchor, since_hours=since_hours, mode=mode, dry_run=dry_run,
                       agent=settings.agent, max_errors=settings.max_errors, max_issues=settings.max_issues,
-                      overrides=overrides or {}, settings_block=settings_block)
+                      overrides=overrides or {}, settings_block=settings_block,
+                      run_count=run.run_count if run else 1)
     report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode,
                        dry_run=dry_run, agent=ctx.agent, model=settings.model, reports_dir=str(report_dir(ctx)))
-    get_run_logger().info("NightWatch night %s (attempt %s) over %s", ctx.run_id, ctx.attempt, ctx.window.key)
+    get_run_logger().info("NightWatch night %s (attempt %s) over %s; results and cache in %s", ctx.run_id, ctx.attempt,
+                          ctx.window.key, results_at)
 
     index = run_step(report, "0", "load_knowledge", fetch.load_knowledge, ctx)
     report.sources = run_step(report, "1", "connect", fetch.connect, ctx)
@@ -86,10 +93,30 @@ def nightwatch_flow(
     found = run_step(report, "13", "detect_patterns", learn.detect_patterns, ctx, report, fetch.ignore_file_of(ctx), critical=False)
     if found:
         report.patterns, report.ignore_suggestions = found
+    run_step(report, "-", "label_cached", lambda c: f"{label_cached_runs(run.id)} task runs answered from the cache", ctx,
+             critical=False)
     report.finished_at = datetime.now(timezone.utc)
     run_step(report, "-", "record_run", learn.record_run, ctx, report, critical=False)
     run_step(report, "-", "report_artifact", publish.report_artifact, ctx, report, critical=False)
-    return report
+    return night_state(report)
+
+
+def night_state(report: RunReport) -> RunReport | State:
+    """The report when the night did its job; else a Failed state that names why and carries the report. The run
+    page, the exit code and `prefect flow-run retry` then agree: a night with a failed step is not green."""
+    if report.succeeded:
+        return report
+    return Failed(message=status_line(report), data=report)
+
+
+def run_night(**parameters: Any) -> RunReport:
+    """Run a night in this process and return its report, whether it did its job or not (`report.succeeded`
+    says which, as its flow run's state does). A step the night could not go on without raises."""
+    state = nightwatch_flow(**parameters, return_state=True)
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, BaseException):
+        raise value
+    return value
 
 
 def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> list[ErrorAnalysisResult] | None:

@@ -108,7 +108,7 @@ def _run_flow(settings: Settings, log: Path, hours, max_errors, max_issues, dry_
     from nightwatch.errors import USER_ERRORS
 
     run_log.say("starting Prefect…")
-    from flows.nightwatch import nightwatch_flow  # the outermost layer: only this command reaches Prefect
+    from flows.nightwatch import run_night  # the outermost layer: only this command reaches Prefect
 
     run_log.quiet_prefect_console(log)
     try:
@@ -118,8 +118,8 @@ def _run_flow(settings: Settings, log: Path, hours, max_errors, max_issues, dry_
 
                 for line in release_orphaned_slots([API_LIMIT, settings.investigation_concurrency_limit]):
                     run_log.say(f"freed {line}")
-            return nightwatch_flow(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run, mode=mode,
-                                   agent=agent, until=until, settings_block=settings_block)
+            return run_night(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run, mode=mode,
+                             agent=agent, until=until, settings_block=settings_block)
     except USER_ERRORS as exc:
         run_log.record_traceback(exc)
         _fail(str(exc), 2)

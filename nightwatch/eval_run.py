@@ -70,11 +70,11 @@ def _model_label(settings: Settings) -> str:
 
 
 def _night_runner(pr_min_confidence: str):
-    from flows.nightwatch import nightwatch_flow
+    from flows.nightwatch import run_night
 
     def run(case: EvalCase, repo: Path, home: Path) -> RunReport:
         overrides = {"home": str(home), "errors_file": str(case.export.resolve()), "code_path": str(repo),
                      "pr_min_confidence": pr_min_confidence, "max_errors": 20, "max_issues": 5}
-        return nightwatch_flow(since_hours=24.0, until=exported_at(case), overrides=overrides)
+        return run_night(since_hours=24.0, until=exported_at(case), overrides=overrides)
 
     return run

@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default=Path(".nightwatch"), description="Where a run writes everything.")
+    result_storage: str | None = Field(
+        default=None, description="Where task results and the night's cache live, shared by every worker: a path, an "
+                                  "fsspec URL or a saved filesystem block (type/name); default <home>/results.")
 
     # Anthropic: a key switches from the offline model to Claude.
     anthropic_api_key: SecretStr | None = Field(

@@ -59,6 +59,28 @@ def raised(state: Any) -> BaseException | None:
     return cause if isinstance(cause, BaseException) else None
 
 
+CACHED_MESSAGE = "Answered from the night's cache: an earlier attempt finished this step, nothing ran again"
+
+
 def from_cache(state: Any) -> bool:
     """The task run was answered from Prefect's cache (an earlier attempt of the night did the work)."""
     return state.name == "Cached"
+
+
+def label_cached_runs(flow_run_id: Any) -> int:
+    """Give every task run of this night's flow run (and its subflows) that was answered from the cache a state
+    message saying so, where the run page shows it (Prefect's Cached state has none); return how many.
+
+    Done once at the end of the night: the server records task runs from their events a moment after they
+    finish, so a task run cannot be labelled the instant it ends."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId, TaskRunFilter, TaskRunFilterStateName
+
+    with get_client(sync_client=True) as client:
+        subflows = client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run_id])))
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": [flow_run_id, *(r.id for r in subflows)]}),
+                                     task_run_filter=TaskRunFilter(state={"name": TaskRunFilterStateName(any_=["Cached"])}))
+        unlabelled = [r for r in runs if r.state is not None and not r.state.message]
+        for run in unlabelled:
+            client.set_task_run_state(run.id, run.state.model_copy(update={"message": CACHED_MESSAGE}), force=True)
+    return len(unlabelled)

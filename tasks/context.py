@@ -50,11 +50,12 @@ def floor_hour(moment: datetime) -> datetime:
 
 
 def new_context(settings: Settings, flow_run_id: str, anchor: datetime, *, since_hours: float, mode: str, dry_run: bool,
-                agent: str, max_errors: int, max_issues: int, overrides: dict[str, Any], settings_block: str | None) -> RunContext:
+                agent: str, max_errors: int, max_issues: int, overrides: dict[str, Any], settings_block: str | None,
+                run_count: int = 1) -> RunContext:
     anchor = floor_hour(anchor)
     ctx = RunContext(
         run_id=night_id(anchor, since_hours, scope_of(settings, settings_block)),
-        attempt=flow_run_id.replace("-", "")[:8],
+        attempt=attempt_name(flow_run_id, run_count),
         anchor=anchor,
         window=Window.ending_at(anchor, timedelta(hours=since_hours)),
         mode=mode,  # type: ignore[arg-type]
@@ -67,6 +68,13 @@ def new_context(settings: Settings, flow_run_id: str, anchor: datetime, *, since
     )
     register(ctx, settings)
     return ctx
+
+
+def attempt_name(flow_run_id: str, run_count: int = 1) -> str:
+    """The flow run doing the work, and which of its runs: `prefect flow-run retry` keeps the flow run's id, so its
+    second run is `<id>-2` and adds its own rows instead of replacing the first run's."""
+    short = flow_run_id.replace("-", "")[:8]
+    return short if run_count <= 1 else f"{short}-{run_count}"
 
 
 def night_id(anchor: datetime, since_hours: float, scope: str) -> str:

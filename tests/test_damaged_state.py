@@ -77,7 +77,7 @@ def test_nul_and_lone_surrogates_are_replaced_where_errors_are_made():
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_a_night_goes_on_over_damaged_state_and_crafted_rows(nightwatch_home: Path, tmp_path: Path, monkeypatch):
-    from flows.nightwatch import nightwatch_flow
+    from flows.nightwatch import run_night
 
     _damage(nightwatch_home)
     data = json.loads((DEMO_DIR / "nerdgraph_export.json").read_text())
@@ -91,7 +91,7 @@ def test_a_night_goes_on_over_damaged_state_and_crafted_rows(nightwatch_home: Pa
     monkeypatch.setenv("NIGHTWATCH_ERRORS_FILE", str(export))
     monkeypatch.setenv("NIGHTWATCH_IGNORE_FILE", str(rules))
     monkeypatch.setenv("NIGHTWATCH_CODE_PATH", str(DEMO_DIR / "app"))
-    report = nightwatch_flow(until=UNTIL, max_errors=3)
+    report = run_night(until=UNTIL, max_errors=3)
     assert report.steps_failed == [], report.steps
     assert report.errors_selected == 3 and not report.errors_failed
     assert list((nightwatch_home / "quarantine").glob("**/*.md")) and list((nightwatch_home / "quarantine").glob("**/*.parquet"))

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.nightwatch import nightwatch_flow
+from flows.nightwatch import run_night
 from nightwatch.models import RunReport
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.fault_proxy import LOST_ON_THE_WAY, FaultProxy
@@ -39,7 +39,7 @@ def _night(monkeypatch: pytest.MonkeyPatch, max_retries: int | None) -> tuple[Ru
         monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_TIMEOUT_S", str(TIMEOUT_S))
         if max_retries is not None:
             monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_MAX_RETRIES", str(max_retries))
-        report = nightwatch_flow(until=UNTIL, max_errors=3)
+        report = run_night(until=UNTIL, max_errors=3)
         received = len(upstream.message_requests())
     return report, proxy, received
 

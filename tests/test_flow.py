@@ -10,7 +10,7 @@ import duckdb
 import pytest
 import yaml
 
-from flows.nightwatch import nightwatch_flow
+from flows.nightwatch import run_night
 from nightwatch.ignore import InvalidIgnoreRules, load_ignore_rules
 from nightwatch.runtime import ConfigurationError
 from nightwatch.settings import DEMO_DIR
@@ -24,7 +24,7 @@ EXPECTED = yaml.safe_load((DEMO_DIR / "expected.yml").read_text())
 
 
 def _night(**kw):
-    return nightwatch_flow(until=UNTIL, **kw)
+    return run_night(until=UNTIL, **kw)
 
 
 def _model_call_rows(home: Path) -> int:

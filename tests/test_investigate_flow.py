@@ -12,7 +12,7 @@ from prefect.client.orchestration import get_client
 from prefect.states import Failed
 
 from flows.investigate import investigate_flow
-from flows.nightwatch import nightwatch_flow
+from flows.nightwatch import run_night
 from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.models import ErrorGroup, StackFrame, TraceData, TriageVerdict
@@ -108,7 +108,7 @@ def test_a_retried_task_resumes_from_its_checkpoint(nightwatch_home):
 
 
 def test_the_night_budget_leaves_deep_errors_with_their_triage_verdict(nightwatch_home):
-    report = nightwatch_flow(until=UNTIL, max_errors=4, overrides={"token_budget_per_run": 1})
+    report = run_night(until=UNTIL, max_errors=4, overrides={"token_budget_per_run": 1})
     deep = [r for r in report.results if r.verdict and r.verdict.route == "deep"]
     assert deep and all(r.source == "triage" and r.iterations == 0 and r.failure is None for r in deep)
     assert any("run token budget" in w and "kept their triage verdict" in w for w in report.warnings)

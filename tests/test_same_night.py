@@ -130,7 +130,7 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
     # this process under the session's Prefect harness (~15 s) instead of a third CLI process (~45 s); the
     # CLI only wraps this flow call. Adding up the killed run's and the resumed run's requests would not do:
     # it presumes the very resumption the test is about.
-    from flows.nightwatch import nightwatch_flow
+    from flows.nightwatch import run_night
 
     clean_home = tmp_path / "clean-home"
     with FakeAnthropic() as clean_fake:
@@ -138,7 +138,7 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
         for name, value in anthropic_env(clean_fake).items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_MAX_RETRIES", "1")
-        clean = nightwatch_flow(until=UNTIL, max_errors=MAX_ERRORS, max_issues=MAX_ISSUES)
+        clean = run_night(until=UNTIL, max_errors=MAX_ERRORS, max_issues=MAX_ISSUES)
         clean_requests = len(clean_fake.message_requests())
     assert clean.succeeded and clean.totals.model_calls == clean_requests
     clean_deep = len(_investigation_requests(clean_fake.message_bodies()))
@@ -245,7 +245,7 @@ def test_a_rerun_of_a_finished_night_is_the_same_night(nightwatch_home):
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_the_demo_night_against_a_generic_model(nightwatch_home, monkeypatch):
-    from flows.nightwatch import nightwatch_flow
+    from flows.nightwatch import run_night
 
     with FakeAnthropic(generic=True) as fake:
         assert isinstance(fake.brain, GenericModel)
@@ -255,7 +255,7 @@ def test_the_demo_night_against_a_generic_model(nightwatch_home, monkeypatch):
         for name, value in anthropic_env(fake).items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_MAX_RETRIES", "0")
-        report = nightwatch_flow(until=UNTIL, max_errors=MAX_ERRORS)
+        report = run_night(until=UNTIL, max_errors=MAX_ERRORS)
         bodies = fake.message_bodies()
     assert not report.offline_model
     assert sum(1 for b in bodies if (b.get("tool_choice") or {}).get("name") == TRIAGE_TOOL) == MAX_ERRORS

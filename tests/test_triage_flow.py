@@ -19,7 +19,7 @@ from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 from prefect.client.schemas.sorting import FlowRunSort
 from prefect.settings import PREFECT_API_URL
 
-from flows.nightwatch import nightwatch_flow
+from flows.nightwatch import nightwatch_flow, run_night
 from nightwatch.batch_ledger import LedgerStore
 from nightwatch.render.summary import text_summary
 from tasks.api_limits import API_LIMIT
@@ -45,7 +45,7 @@ def _live(monkeypatch, fake: FakeAnthropicBatches) -> None:
 
 
 def test_offline_batch_night_shows_every_route_and_reruns_for_free(nightwatch_home):
-    report = nightwatch_flow(until=UNTIL, max_errors=12, mode="batch", dry_run=True)
+    report = run_night(until=UNTIL, max_errors=12, mode="batch", dry_run=True)
     assert report.offline_model and report.mode == "batch" and all(s.status != "failed" for s in report.steps)
     verdicts = [r.verdict for r in report.results]
     assert {v.route for v in verdicts} == {"deep", "simple", "transient"} and {v.via for v in verdicts} == {"batch"}
@@ -58,7 +58,7 @@ def test_offline_batch_night_shows_every_route_and_reruns_for_free(nightwatch_ho
     triage_rows = view_rows(nightwatch_home, "select mode, model, cost_usd from model_calls where phase = 'triage'")
     assert len(triage_rows) == 12 and set(triage_rows) == {("batch", "offline", 0.0)}
 
-    again = nightwatch_flow(until=UNTIL, max_errors=12, mode="batch", dry_run=True)
+    again = run_night(until=UNTIL, max_errors=12, mode="batch", dry_run=True)
     assert again.totals.model_calls == 0 and [r.verdict.route for r in again.results] == [v.route for v in verdicts]
     assert len(list((nightwatch_home / "batches" / "offline").glob("msgbatch_*.json"))) == 1
 
@@ -68,7 +68,7 @@ def test_mixed_batch_results_fall_back_and_the_report_says_why(nightwatch_home, 
         fake.script_outcomes(matching={"NoMethodError": "errored", "KeyError": "expired", "Date::Error": "invalid",
                                        "InsufficientStock": "garbled"})
         _live(monkeypatch, fake)
-        report = nightwatch_flow(until=UNTIL, max_errors=6, mode="batch", dry_run=True)
+        report = run_night(until=UNTIL, max_errors=6, mode="batch", dry_run=True)
     by_class = {r.error.error_class: r.verdict for r in report.results}
     assert len(by_class) == 6 and all(v is not None for v in by_class.values())
     fell_back = {cls for cls, v in by_class.items() if v.via == "fallback"}
@@ -96,7 +96,7 @@ def test_a_refused_batch_is_not_retried_and_the_night_goes_on_directly(nightwatc
         fake.fail_next("POST", "/v1/messages/batches", Reply(400, {"type": "error", "error": {
             "type": "invalid_request_error", "message": "requests: batches are not enabled for this workspace"}}))
         _live(monkeypatch, fake)
-        report = nightwatch_flow(until=UNTIL, max_errors=3, mode="batch", dry_run=True)
+        report = run_night(until=UNTIL, max_errors=3, mode="batch", dry_run=True)
         creates = fake.calls("POST", "/v1/messages/batches")
     assert len(creates) == 1 and fake.creates == 0  # refused once, not retried
     assert {r.verdict.via for r in report.results} == {"fallback"} and len(report.results) == 3
@@ -125,7 +125,7 @@ def test_a_night_killed_after_submitting_resumes_the_same_batch(nightwatch_home,
         ledger = next(iter(LedgerStore(nightwatch_home / "batches").root.glob("triage-*.json")))
         assert batch_id in ledger.read_text()
         fake.finish()
-        report = nightwatch_flow(until=UNTIL, max_errors=3, mode="batch", dry_run=True)
+        report = run_night(until=UNTIL, max_errors=3, mode="batch", dry_run=True)
         polled_after = [r for r in fake.calls("GET") if r.path == f"/v1/messages/batches/{batch_id}"]
     assert fake.creates == 1 and polled_after
     assert [r.verdict.via for r in report.results] == ["batch"] * 3 and report.totals.model_calls > 0
@@ -172,7 +172,7 @@ def test_direct_triage_stays_within_the_api_concurrency_limit(nightwatch_home, m
     try:
         with FakeAnthropicBatches(latency_s=0.2) as fake:
             _live(monkeypatch, fake)
-            report = nightwatch_flow(until=UNTIL, max_errors=8, mode="interactive", dry_run=True)
+            report = run_night(until=UNTIL, max_errors=8, mode="interactive", dry_run=True)
             triage = lambda body: "submit_triage" in str(body.get("tool_choice"))  # noqa: E731
             overlap = fake.max_overlap(triage)
         with get_client(sync_client=True) as client:

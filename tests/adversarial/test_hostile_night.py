@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from flows.nightwatch import nightwatch_flow
+from flows.nightwatch import run_night
 from nightwatch.settings import DEMO_DIR
 from tests.adversarial.corpus import planted_secrets
 from tests.fakes.anthropic import FakeAnthropic, _Brain, overloaded
@@ -117,18 +117,17 @@ def _leaks(secret: str, files: list[Path], bodies: list[bytes]) -> list[str]:
 
 @pytest.mark.parametrize("confidence", ["high", "low"])
 def test_a_hostile_night_leaks_nothing_and_opens_no_pr_touching_ci(confidence, nightwatch_home, tmp_path, monkeypatch):
-    from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
-
     secrets = planted_secrets()
     repo = _hostile_repo(tmp_path, secrets)
-    results = tmp_path / "results"
-    with HostileFake(confidence) as fake, temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: results}):
+    results = tmp_path / "results"  # the night's result storage (task results and cache): searched like the rest
+    monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", str(results))
+    with HostileFake(confidence) as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", fake.api_key)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("NIGHTWATCH_ANTHROPIC_MAX_RETRIES", "0")
         monkeypatch.setenv("NIGHTWATCH_CODE_PATH", str(repo))
         monkeypatch.setenv("NIGHTWATCH_ERRORS_FILE", str(_hostile_export(tmp_path, secrets)))
-        report = nightwatch_flow(until=UNTIL, max_errors=3)
+        report = run_night(until=UNTIL, max_errors=3)
         bodies = [r.body for r in fake.requests]
 
     assert report.pr is None or report.pr.action == "skipped", report.pr

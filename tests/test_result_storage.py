@@ -1,0 +1,87 @@
+"""The night's results and cache live where every worker finds them (NIGHTWATCH_RESULT_STORAGE)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from nightwatch.runtime import ConfigurationError
+from nightwatch.settings import Settings
+from tasks import result_storage
+from tasks._prefect import CACHED_MESSAGE
+
+UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
+
+
+def _storage(spec: str | None, home):
+    return result_storage.configured(Settings(home=home, result_storage=spec))
+
+
+def test_a_path_a_file_url_and_the_default_are_local_folders(tmp_path):
+    assert _storage(None, tmp_path).basepath == str(tmp_path.resolve() / "results")
+    assert _storage(str(tmp_path / "shared"), tmp_path).basepath == str(tmp_path / "shared")
+    assert _storage(f"file://{tmp_path}/shared", tmp_path).basepath == str(tmp_path / "shared")
+    assert _storage("./relative/results", tmp_path).basepath.endswith("/relative/results")
+
+
+def test_an_fsspec_url_is_remote_storage_and_an_unknown_protocol_is_named(tmp_path):
+    remote = _storage("memory://nightwatch/results/", tmp_path)
+    assert type(remote).__name__ == "RemoteFileSystem" and remote.basepath == "memory://nightwatch/results"
+    with pytest.raises(ConfigurationError, match="NIGHTWATCH_RESULT_STORAGE=nosuchfs://x: fsspec cannot open nosuchfs://"):
+        _storage("nosuchfs://x", tmp_path)
+
+
+def test_the_setting_reads_its_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", "memory://team")
+    assert Settings().result_storage == "memory://team"
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_saved_filesystem_block_is_used_and_a_missing_one_is_named(tmp_path):
+    from prefect.filesystems import LocalFileSystem
+
+    LocalFileSystem(basepath=str(tmp_path / "team")).save("nightwatch-results-test", overwrite=True)
+    block = _storage("local-file-system/nightwatch-results-test", tmp_path)
+    assert block.basepath == str(tmp_path / "team")
+    assert result_storage.describe(block) == "local-file-system/nightwatch-results-test"
+    with pytest.raises(ConfigurationError, match="local-file-system/not-saved: no saved filesystem block"):
+        _storage("local-file-system/not-saved", tmp_path)
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.parametrize("shared", ["default", "path"])
+def test_a_rerun_on_a_worker_with_an_empty_local_disk_repeats_no_model_call(tmp_path, monkeypatch, shared):
+    """Two workers: each has its own Prefect result folder (its local disk), both see NIGHTWATCH_HOME (a shared
+    volume) and, when set, NIGHTWATCH_RESULT_STORAGE. The second run of the night finds every finished step."""
+    from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
+
+    from flows.nightwatch import run_night
+
+    if shared == "path":
+        monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", str(tmp_path / "team-results"))
+    nights = []
+    for worker in ("worker-a", "worker-b"):
+        with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: tmp_path / worker / "storage"}):
+            nights.append(run_night(until=UNTIL, max_errors=3))
+    first, second = nights
+    assert first.succeeded and second.succeeded and first.run_id == second.run_id
+    assert first.totals.model_calls > 0 and second.totals.model_calls == 0
+    assert [r.source for r in second.results] == ["cache"] * len(first.results)
+    assert _cached_task_messages(second.attempt) and set(_cached_task_messages(second.attempt)) == {CACHED_MESSAGE}
+    for worker in ("worker-a", "worker-b"):  # nothing went to a worker's own disk
+        assert not any((tmp_path / worker / "storage").rglob("*")), worker
+
+
+def _cached_task_messages(attempt: str) -> list[str | None]:
+    """The state messages of the task runs answered from the cache in the night's flow run `attempt`."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, TaskRunFilter, TaskRunFilterStateName
+
+    with get_client(sync_client=True) as client:
+        runs = [r for r in client.read_flow_runs(limit=50) if r.id.hex.startswith(attempt)]
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": [r.id for r in runs]}),
+                                      task_run_filter=TaskRunFilter(state={"name": TaskRunFilterStateName(any_=["Cached"])}))
+    return [t.state.message for t in tasks]
