@@ -15,13 +15,16 @@ from pathlib import Path
 from nightwatch import environment
 
 STOP_GRACE_S = 4.0
+_STOPPING = threading.Event()
 
 
 def _stop(signum: int, _frame: object) -> None:
+    if _STOPPING.is_set():  # a second signal (make ui's script follows Ctrl-C with TERM) ends the process at once
+        os._exit(0)
+    _STOPPING.set()
     timer = threading.Timer(STOP_GRACE_S, os._exit, args=(0,))
     timer.daemon = True  # a daemon timer still fires while the main thread waits for Prefect's threads
     timer.start()
-    signal.signal(signum, signal.SIG_DFL)  # a second signal ends the process at once
     raise KeyboardInterrupt
 
 
@@ -34,7 +37,10 @@ def main() -> None:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     block = os.environ.get("NIGHTWATCH_SETTINGS_BLOCK")
-    serve(*build_deployments(block), build_collect_deployment(block))
+    try:
+        serve(*build_deployments(block), build_collect_deployment(block))
+    except KeyboardInterrupt:  # the signal: nothing to report
+        pass
     os._exit(0)  # served until a signal: do not wait for Prefect's background threads
 
 

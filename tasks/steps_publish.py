@@ -14,8 +14,13 @@ from nightwatch.publishers.pull_requests import propose_fix as propose_fix_core
 from nightwatch.render.markdown import report_markdown
 from nightwatch.research import correlate
 from nightwatch.selection import select_for_issues as select_for_issues_core
-from tasks._prefect import nightwatch_task
+from tasks._prefect import nightwatch_task, raised
 from tasks.context import RunContext, report_dir, runtime, settings_for
+
+
+def unless_permanent(_task, _run, state) -> bool:
+    """Retry a Slack call that may work later (5xx, rate limits, the network), not one Slack refused for good."""
+    return not getattr(raised(state), "permanent", False)
 
 
 def artifact_key(ctx: RunContext, what: str) -> str:
@@ -23,7 +28,7 @@ def artifact_key(ctx: RunContext, what: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", f"nightwatch-{what}-{ctx.run_id}".lower()).strip("-")[:200]
 
 
-@nightwatch_task(name="notify", step="6", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="notify", step="6", retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=unless_permanent)
 def notify(ctx: RunContext, report: RunReport) -> str:
     """Step 6: Slack report (Block Kit) and the Prefect markdown + table artifacts."""
     create_markdown_artifact(report_markdown(report), key=artifact_key(ctx, "report"), description=f"NightWatch {ctx.run_id}")
@@ -113,7 +118,7 @@ def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list
     return propose_fix_core(best, fix, rt.pulls, rt.host, ctx.run_id, issue, report_dir(ctx))
 
 
-@nightwatch_task(name="follow_up", step="11", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="follow_up", step="11", retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=unless_permanent)
 def follow_up(ctx: RunContext, report: RunReport) -> str:
     """Step 11: Slack follow-up with the issue and PR links."""
     if ctx.dry_run or not (report.issues or report.pr):

@@ -6,7 +6,10 @@ A FastAPI release once turned every one of these into HTTP 422 (null limit/offse
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -31,8 +34,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[dict[str, str]]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One real Prefect server for this file's tests (the suite runs a file's tests on one worker)."""
+    tmp_path = tmp_path_factory.mktemp("server")
     port = _free_port()
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
@@ -65,19 +70,27 @@ def _prefect(env: dict[str, str], *args: str, cwd: Path | None = None) -> subpro
     return subprocess.run([PREFECT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
 
 
-def test_make_deploy_registers_every_deployment_and_the_locked_cli_lists_them(server: dict[str, str], tmp_path: Path) -> None:
-    project = tmp_path / "project"
+@pytest.fixture(scope="module")
+def deployed(server: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """`make deploy`'s script, run once from a copy of the checkout: the server env, with the checkout and its output."""
+    project = tmp_path_factory.mktemp("checkout") / "project"
     project.mkdir()
     for name in PROJECT_FILES:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__", "app"))
+            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, project / name)
     env = {**server, "NIGHTWATCH_CHECKOUT": str(project), "PREFECT": PREFECT}
     deployed = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
     assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
-    assert "prefect worker start --pool nightwatch" in deployed.stdout
+    return {**env, "DEPLOY_OUTPUT": deployed.stdout}
+
+
+def test_make_deploy_registers_every_deployment_and_the_locked_cli_lists_them(deployed: dict[str, str]) -> None:
+    env = {k: v for k, v in deployed.items() if k != "DEPLOY_OUTPUT"}
+    project = Path(env["NIGHTWATCH_CHECKOUT"])
+    assert "prefect worker start --pool nightwatch" in deployed["DEPLOY_OUTPUT"]
     for command in (["work-pool", "ls"], ["deployment", "ls"], ["flow-run", "ls"], ["artifact", "ls"], ["block", "ls"]):
         listed = _prefect(env, *command)
         assert listed.returncode == 0 and "422" not in listed.stdout + listed.stderr, f"prefect {' '.join(command)}: {listed.stderr[-1500:]}"
@@ -123,3 +136,92 @@ def _group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+UNTIL = "2026-11-21T06:00:00+00:00"
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(deployed: dict[str, str], tmp_path: Path) -> None:
+    """A platform team's night: `manual` run through the API on worker A, whose step 11 (the Slack follow-up)
+    fails, so the night ends Failed; `prefect flow-run retry` then runs it on worker B, whose own Prefect home
+    (and so Prefect's default result storage) is empty. Both share NIGHTWATCH_HOME, as a shared volume would."""
+    from tests.fakes.anthropic import FakeAnthropic, anthropic_env
+    from tests.fakes.slack import FakeSlack
+
+    env = {k: v for k, v in deployed.items() if k != "DEPLOY_OUTPUT"}
+    home = tmp_path / "shared-home"
+    with FakeAnthropic() as model, FakeSlack() as slack:
+        night_env = {**env, **anthropic_env(model), "NIGHTWATCH_HOME": str(home), "NIGHTWATCH_ANTHROPIC_MAX_RETRIES": "1",
+                     "SLACK_BOT_TOKEN": slack.token, "NIGHTWATCH_SLACK_CHANNEL": "#nightwatch",
+                     "NIGHTWATCH_SLACK_BASE_URL": slack.url + "/api/", "NIGHTWATCH_MAX_ERRORS": "3"}
+        slack.refuse_replies = "is_archived"  # the channel archived mid-night: not retried, the step fails
+        with _worker(night_env, tmp_path / "worker-a") as worker_a:
+            started = _prefect(env, "deployment", "run", "nightwatch/manual", "--param", f"until={UNTIL}")
+            assert started.returncode == 0, started.stderr[-2000:]
+            run_id = _flow_run_id(started.stdout)
+            first = _wait_terminal(env, run_id, worker_a)
+        assert first["state"]["type"] == "FAILED", first["state"]
+        assert "step(s) failed: 11 follow_up" in first["state"]["message"]
+        spent, issues = len(model.message_requests()), _issue_files(home)
+        assert spent > 0 and issues and len(slack.top_level()) == 1
+        assert worker_a.returncode == 0, "worker A did not stop on SIGTERM"
+
+        slack.refuse_replies = None
+        retried = _prefect(env, "flow-run", "retry", run_id)
+        assert retried.returncode == 0, retried.stdout[-1500:] + retried.stderr[-1500:]
+        with _worker(night_env, tmp_path / "worker-b") as worker_b:
+            second = _wait_terminal(env, run_id, worker_b, after_runs=first["run_count"])
+        assert second["state"]["type"] == "COMPLETED", second["state"]
+        assert len(model.message_requests()) == spent, "the retry repeated model calls"
+        assert _issue_files(home) == issues, "the retry filed issues again"
+        (report,) = slack.top_level()
+        assert len(slack.thread(report.ts)) == 1  # the follow-up, posted once, by the retry
+    analyses = sorted(p.name for p in (home / "metrics" / "analyses").rglob("*.parquet"))
+    assert len(analyses) == 2 and any(name.endswith(f"-{second['run_count']}.parquet") for name in analyses), analyses
+    assert not any((tmp_path / "worker-b" / "storage").rglob("*")), "results went to worker B's own disk"
+
+
+@contextlib.contextmanager
+def _worker(env: dict[str, str], prefect_home: Path) -> Iterator[subprocess.Popen]:
+    """A process worker on the pool, with its own Prefect home; stopped with SIGTERM as a service manager would."""
+    log = prefect_home.with_suffix(".log")
+    prefect_home.mkdir(parents=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", "nightwatch", "--name", prefect_home.name],
+                                env={**env, "PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "INFO"},
+                                cwd=env["NIGHTWATCH_CHECKOUT"],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log = log  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            proc.returncode = -1  # did not stop on SIGTERM
+
+
+def _flow_run_id(output: str) -> str:
+    match = re.search(r"UUID:\s*([0-9a-f-]{36})", output)
+    assert match, output[-2000:]
+    return match.group(1)
+
+
+def _wait_terminal(env: dict[str, str], run_id: str, worker: subprocess.Popen, after_runs: int = 0) -> dict:
+    deadline = time.monotonic() + 420
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/flow_runs/{run_id}", timeout=10) as answer:
+            run = json.loads(answer.read())
+        if run["state"]["type"] in TERMINAL and run["run_count"] > after_runs:
+            return run
+        assert worker.poll() is None, "the worker died:\n" + worker.log.read_text()[-3000:]  # type: ignore[attr-defined]
+        time.sleep(1)
+    pytest.fail(f"flow run {run_id} did not finish: {run['state']}\n" + worker.log.read_text()[-3000:])  # type: ignore[attr-defined]
+
+
+def _issue_files(home: Path) -> list[str]:
+    return sorted(str(p.relative_to(home)) for p in (home / "tracker").rglob("*") if p.is_file())

@@ -216,3 +216,12 @@ def test_file_notifier_overwrites_on_a_second_call(tmp_path: Path) -> None:
 def test_file_notifier_skips_an_empty_followup(tmp_path: Path) -> None:
     assert FileNotifier(tmp_path).post_followup(make_report(with_followup=False)) is None
     assert not (tmp_path / "slack" / "followup.json").exists()
+
+
+def test_a_refusal_is_permanent_and_a_server_error_is_worth_a_retry():
+    from nightwatch.publishers.slack import NotifyError
+
+    assert NotifyError("chat.postMessage", "channel_not_found").permanent
+    assert NotifyError("chat.postMessage", "is_archived").permanent
+    assert not NotifyError("chat.postMessage", "fatal_error", "HTTP 500").permanent
+    assert not NotifyError("chat.postMessage", "ratelimited").permanent

@@ -48,6 +48,9 @@ _HINTS = {
     "ratelimited": "Slack kept rate limiting after the retries; try again later",
     "connection_failed": "Slack could not be reached; check the network or NIGHTWATCH_SLACK_BASE_URL",
 }
+# Slack's answers that trying again cannot change: the token, the channel or the message is wrong.
+PERMANENT = frozenset({"invalid_auth", "not_authed", "token_revoked", "account_inactive", "channel_not_found",
+                       "not_in_channel", "is_archived", "missing_scope", "invalid_blocks"})
 _PLAIN_CODE = re.compile(r"[a-z_]{2,60}")
 
 
@@ -59,6 +62,11 @@ class NotifyError(RuntimeError):
         hint = _HINTS.get(code, "")
         message = f"Slack {method} failed: {code}" + (f" ({detail})" if detail else "") + (f": {hint}" if hint else "")
         super().__init__(message)
+
+    @property
+    def permanent(self) -> bool:
+        """Trying again cannot help (a bad token, a channel the bot cannot post to, a refused layout)."""
+        return self.code in PERMANENT
 
 
 class NotifyResult(BaseModel):

@@ -43,6 +43,7 @@ class FakeSlack:
         self.token = token
         self.channels = dict(channels or DEFAULT_CHANNELS)  # id -> name
         self.messages: dict[str, SlackMessage] = {}  # by ts, in posting order
+        self.refuse_replies: str | None = None  # while set, a reply in a thread gets this error (a follow-up that fails)
         self.server = FakeHTTPServer()
         self._lock = threading.Lock()
         self._ts = itertools.count(1)
@@ -98,6 +99,8 @@ class FakeSlack:
         blocks, problem = _blocks_of(args)
         if problem:
             return _error(problem)
+        if args.get("thread_ts") and self.refuse_replies:
+            return _error(self.refuse_replies)
         with self._lock:
             n = next(self._ts)
             message = SlackMessage(channel, f"{1_700_000_000 + n}.{n:06d}", str(args.get("text", "")), blocks,
