@@ -93,6 +93,7 @@ def nightwatch_flow(
     found = run_step(report, "13", "detect_patterns", learn.detect_patterns, ctx, report, fetch.ignore_file_of(ctx), critical=False)
     if found:
         report.patterns, report.ignore_suggestions = found
+    report.warnings += run_step(report, "-", "spent_again", learn.spent_again, ctx, report, results_at, critical=False) or []
     run_step(report, "-", "label_cached", lambda c: f"{label_cached_runs(run.id)} task runs answered from the cache", ctx,
              critical=False)
     report.finished_at = datetime.now(timezone.utc)

@@ -275,6 +275,13 @@ class MetricsStore:
         rows = [analysis_row(run_id, r, moment) for r in results]
         return self._write_run_part("analyses", run_id, run_date, f"analyses-{attempt}" if attempt else "analyses", rows)
 
+    def finished_by_other_attempts(self, run_id: str, run_date: RunDate, attempt: str) -> set[str]:
+        """Fingerprints another attempt of the night analysed to the end (its `analyses` part, no failure)."""
+        folder = self.run_folder("analyses", run_id, run_date)
+        parts = [p for p in sorted(folder.glob("analyses*.parquet")) if p.name != f"analyses-{attempt}.parquet"] if folder.is_dir() else []
+        rows = [row for path in parts for row in pq.read_table(path, columns=["fingerprint", "failure"]).to_pylist()]
+        return {row["fingerprint"] for row in rows if row["failure"] is None}
+
     def write_errors(
         self,
         run_id: str,

@@ -15,6 +15,7 @@ from nightwatch.ignore import noise_rules
 from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
 from nightwatch.patterns import detect_patterns as detect_patterns_core
 from nightwatch.patterns import suggest_ignore_updates
+from nightwatch.report import spent_again as spent_again_lines
 from nightwatch.selection import Selection
 from tasks._prefect import nightwatch_task
 from tasks.context import RunContext, home, settings_for
@@ -60,6 +61,14 @@ def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None)
         for pattern in patterns:
             write_pattern_doc(pattern, knowledge)
     return patterns, suggestions
+
+
+def spent_again(ctx: RunContext, report: RunReport, storage: str) -> list[str]:
+    """What this attempt paid for again, and why (nightwatch.report.spent_again), from the night's ledger."""
+    store = MetricsStore(home(ctx))
+    ledger = store.night_calls(ctx.run_id, ctx.run_date, columns=["call_id", "started_at", "fingerprint", "phase", "iteration"])
+    finished = store.finished_by_other_attempts(ctx.run_id, ctx.run_date, ctx.attempt)
+    return spent_again_lines(report.results, ctx.run_id, ledger, finished, storage)
 
 
 @nightwatch_task(name="record_run", step="-")

@@ -85,3 +85,24 @@ def _cached_task_messages(attempt: str) -> list[str | None]:
         tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": [r.id for r in runs]}),
                                       task_run_filter=TaskRunFilter(state={"name": TaskRunFilterStateName(any_=["Cached"])}))
     return [t.state.message for t in tasks]
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_worker_that_does_not_share_the_storage_spends_again_and_the_report_says_so(tmp_path, monkeypatch):
+    from flows.nightwatch import run_night
+    from tests.views import rows
+
+    nights = []
+    for worker in ("worker-a", "worker-b"):  # each its own storage: the misconfiguration the setting exists for
+        monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", str(tmp_path / worker / "results"))
+        nights.append(run_night(until=UNTIL, max_errors=3))
+    first, second = nights
+    assert second.totals.model_calls == first.totals.model_calls > 0  # paid again, in full
+    again = [w for w in second.warnings if w.startswith("spent again:")]
+    deep = [r for r in first.results if r.source == "model"]
+    assert deep and len(again) == len(deep), second.warnings
+    assert all(f"not in the result storage ({tmp_path / 'worker-b' / 'results'})" in line for line in again)
+    assert not [w for w in first.warnings if w.startswith("spent again:")]
+    home = Settings().resolved_home()  # the rows count every call once, the second spend included
+    assert rows(home, "select model_calls, attempts from runs") == [(first.totals.model_calls * 2, 2)]
