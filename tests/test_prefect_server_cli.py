@@ -1,90 +1,35 @@
-"""The Prefect CLI of the lockfile against a real `prefect server` (not the ephemeral one): list commands and
-`prefect deploy --all --no-prompt` from prefect.yaml into a process work pool.
+"""The Prefect CLI of the lockfile against a real `prefect server` (not the ephemeral one): `make deploy`'s script
+registers every deployment of prefect.yaml on a process work pool, the CLI lists them, a worker runs a night and
+another worker runs its retry.
 
-A FastAPI release once turned every one of these into HTTP 422 (null limit/offset); pyproject.toml pins it.
+A FastAPI release once turned every CLI list command into HTTP 422 (null limit/offset); pyproject.toml pins it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PREFECT = str(Path(sys.executable).parent / "prefect")
-PROJECT_FILES = ("prefect.yaml", "pyproject.toml", "flows", "tasks", "nightwatch", "blocks", "knowledge_store", "deployments",
-                 "scripts")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.prefect_processes import ROOT, deploy, free_port, prefect, prefect_server, run_deployment, wait_terminal, worker
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """One real Prefect server for this file's tests (the suite runs a file's tests on one worker)."""
-    tmp_path = tmp_path_factory.mktemp("server")
-    port = _free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
-    log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("prefect server did not start:\n" + (tmp_path / "server.log").read_text()[-3000:])
-            time.sleep(1)
+    with prefect_server(tmp_path_factory.mktemp("server")) as env:
         yield env
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
-
-
-def _prefect(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PREFECT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")
 def deployed(server: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """`make deploy`'s script, run once from a copy of the checkout: the server env, with the checkout and its output."""
-    project = tmp_path_factory.mktemp("checkout") / "project"
-    project.mkdir()
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, project / name)
-    env = {**server, "NIGHTWATCH_CHECKOUT": str(project), "PREFECT": PREFECT}
-    deployed = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
-    assert deployed.returncode == 0, deployed.stdout[-2000:] + deployed.stderr[-2000:]
-    return {**env, "DEPLOY_OUTPUT": deployed.stdout}
+    """`make deploy`'s script, run once from a copy of the checkout."""
+    return deploy(server, tmp_path_factory.mktemp("checkout"))
 
 
 def test_make_deploy_registers_every_deployment_and_the_locked_cli_lists_them(deployed: dict[str, str]) -> None:
@@ -92,9 +37,9 @@ def test_make_deploy_registers_every_deployment_and_the_locked_cli_lists_them(de
     project = Path(env["NIGHTWATCH_CHECKOUT"])
     assert "prefect worker start --pool nightwatch" in deployed["DEPLOY_OUTPUT"]
     for command in (["work-pool", "ls"], ["deployment", "ls"], ["flow-run", "ls"], ["artifact", "ls"], ["block", "ls"]):
-        listed = _prefect(env, *command)
+        listed = prefect(env, *command)
         assert listed.returncode == 0 and "422" not in listed.stdout + listed.stderr, f"prefect {' '.join(command)}: {listed.stderr[-1500:]}"
-    listed = _prefect(env, "deployment", "ls")
+    listed = prefect(env, "deployment", "ls")
     assert all(f"nightwatch/{name}" in listed.stdout for name in ("nightly", "manual", "collect")), listed.stdout
     again = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]  # a second deploy updates in place
@@ -111,7 +56,7 @@ def test_ctrl_c_on_make_ui_ends_every_process_within_seconds(tmp_path: Path) -> 
     env |= {"NIGHTWATCH_HOME": str(tmp_path / "home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     log = tmp_path / "ui.log"
     with log.open("w") as out:
-        ui = subprocess.Popen(["bash", str(ROOT / "scripts" / "serve-ui.sh"), str(_free_port())], env=env, stdout=out,
+        ui = subprocess.Popen(["bash", str(ROOT / "scripts" / "serve-ui.sh"), str(free_port())], env=env, stdout=out,
                               stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 150
@@ -139,7 +84,6 @@ def _group_alive(pgid: int) -> bool:
 
 
 UNTIL = "2026-11-21T06:00:00+00:00"
-TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
 def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(deployed: dict[str, str], tmp_path: Path) -> None:
@@ -156,11 +100,9 @@ def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(
                      "SLACK_BOT_TOKEN": slack.token, "NIGHTWATCH_SLACK_CHANNEL": "#nightwatch",
                      "NIGHTWATCH_SLACK_BASE_URL": slack.url + "/api/", "NIGHTWATCH_MAX_ERRORS": "3"}
         slack.refuse_replies = "is_archived"  # the channel archived mid-night: not retried, the step fails
-        with _worker(night_env, tmp_path / "worker-a") as worker_a:
-            started = _prefect(env, "deployment", "run", "nightwatch/manual", "--param", f"until={UNTIL}")
-            assert started.returncode == 0, started.stderr[-2000:]
-            run_id = _flow_run_id(started.stdout)
-            first = _wait_terminal(env, run_id, worker_a)
+        with worker(night_env, tmp_path / "worker-a") as worker_a:
+            run_id = run_deployment(env, "nightwatch/manual", f"until={UNTIL}")
+            first = wait_terminal(env, run_id, [worker_a])
         assert first["state"]["type"] == "FAILED", first["state"]
         assert "step(s) failed: 11 follow_up" in first["state"]["message"]
         spent, issues = len(model.message_requests()), _issue_files(home)
@@ -168,10 +110,10 @@ def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(
         assert worker_a.returncode == 0, "worker A did not stop on SIGTERM"
 
         slack.refuse_replies = None
-        retried = _prefect(env, "flow-run", "retry", run_id)
+        retried = prefect(env, "flow-run", "retry", run_id)
         assert retried.returncode == 0, retried.stdout[-1500:] + retried.stderr[-1500:]
-        with _worker(night_env, tmp_path / "worker-b") as worker_b:
-            second = _wait_terminal(env, run_id, worker_b, after_runs=first["run_count"])
+        with worker(night_env, tmp_path / "worker-b") as worker_b:
+            second = wait_terminal(env, run_id, [worker_b], after_runs=first["run_count"])
         assert second["state"]["type"] == "COMPLETED", second["state"]
         assert len(model.message_requests()) == spent, "the retry repeated model calls"
         assert _issue_files(home) == issues, "the retry filed issues again"
@@ -180,47 +122,6 @@ def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(
     analyses = sorted(p.name for p in (home / "metrics" / "analyses").rglob("*.parquet"))
     assert len(analyses) == 2 and any(name.endswith(f"-{second['run_count']}.parquet") for name in analyses), analyses
     assert not any((tmp_path / "worker-b" / "storage").rglob("*")), "results went to worker B's own disk"
-
-
-@contextlib.contextmanager
-def _worker(env: dict[str, str], prefect_home: Path) -> Iterator[subprocess.Popen]:
-    """A process worker on the pool, with its own Prefect home; stopped with SIGTERM as a service manager would."""
-    log = prefect_home.with_suffix(".log")
-    prefect_home.mkdir(parents=True)
-    with log.open("w") as out:
-        proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", "nightwatch", "--name", prefect_home.name],
-                                env={**env, "PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "INFO"},
-                                cwd=env["NIGHTWATCH_CHECKOUT"],
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    proc.log = log  # type: ignore[attr-defined]
-    try:
-        yield proc
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-            proc.returncode = -1  # did not stop on SIGTERM
-
-
-def _flow_run_id(output: str) -> str:
-    match = re.search(r"UUID:\s*([0-9a-f-]{36})", output)
-    assert match, output[-2000:]
-    return match.group(1)
-
-
-def _wait_terminal(env: dict[str, str], run_id: str, worker: subprocess.Popen, after_runs: int = 0) -> dict:
-    deadline = time.monotonic() + 420
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/flow_runs/{run_id}", timeout=10) as answer:
-            run = json.loads(answer.read())
-        if run["state"]["type"] in TERMINAL and run["run_count"] > after_runs:
-            return run
-        assert worker.poll() is None, "the worker died:\n" + worker.log.read_text()[-3000:]  # type: ignore[attr-defined]
-        time.sleep(1)
-    pytest.fail(f"flow run {run_id} did not finish: {run['state']}\n" + worker.log.read_text()[-3000:])  # type: ignore[attr-defined]
 
 
 def _issue_files(home: Path) -> list[str]:

@@ -1,0 +1,148 @@
+"""A real Prefect server, `make deploy`, and process workers, as a platform team runs them: for the tests that
+exercise deployments end to end and for benchmarks/scale_out.py. Loopback only."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFECT = str(Path(sys.executable).parent / "prefect")
+PROJECT_FILES = ("prefect.yaml", "pyproject.toml", "flows", "tasks", "nightwatch", "blocks", "knowledge_store", "deployments",
+                 "scripts")
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+class ProcessFailed(AssertionError):
+    """A server, deploy or worker did not do what it should; the message carries its log's tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def prefect_server(workdir: Path) -> Iterator[dict[str, str]]:
+    """`prefect server start` on a free loopback port; yields the environment that points at it."""
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(workdir / "prefect"), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+           "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    log_path = workdir / "server.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _healthy(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise ProcessFailed("prefect server did not start:\n" + log_path.read_text()[-3000:])
+            time.sleep(1)
+        yield env
+    finally:
+        stop_group(proc, 15)
+
+
+def deploy(env: dict[str, str], workdir: Path) -> dict[str, str]:
+    """`make deploy`'s script from a copy of the checkout; the environment with NIGHTWATCH_CHECKOUT and its output."""
+    project = workdir / "project"
+    project.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, project / name)
+    env = {**env, "NIGHTWATCH_CHECKOUT": str(project), "PREFECT": PREFECT}
+    done = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise ProcessFailed(f"deploy failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return {**env, "DEPLOY_OUTPUT": done.stdout}
+
+
+@contextlib.contextmanager
+def worker(env: dict[str, str], prefect_home: Path, pool: str = "nightwatch") -> Iterator[subprocess.Popen]:
+    """A process worker on the pool with its own Prefect home (its local disk); stopped with SIGTERM as a service
+    manager would. Its returncode is -1 if it had to be killed."""
+    log = prefect_home.with_suffix(".log")
+    prefect_home.mkdir(parents=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", pool, "--name", prefect_home.name],
+                                env={**env, "PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "INFO"},
+                                cwd=env["NIGHTWATCH_CHECKOUT"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log = log  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        if not stop_group(proc, 20):
+            proc.returncode = -1
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float) -> bool:
+    """SIGTERM the process group, SIGKILL it after `grace_s`; True when it stopped on SIGTERM."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+        return True
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        return False
+
+
+def prefect(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([PREFECT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=180)
+
+
+def run_deployment(env: dict[str, str], name: str, *params: str) -> str:
+    """`prefect deployment run NAME --param k=v …`; the new flow run's id."""
+    args = [a for p in params for a in ("--param", p)]
+    started = prefect(env, "deployment", "run", name, *args)
+    match = re.search(r"UUID:\s*([0-9a-f-]{36})", started.stdout)
+    if started.returncode != 0 or not match:
+        raise ProcessFailed(f"deployment run {name} failed:\n{started.stdout[-1500:]}{started.stderr[-1500:]}")
+    return match.group(1)
+
+
+def flow_run(env: dict[str, str], run_id: str) -> dict:
+    with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/flow_runs/{run_id}", timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def wait_terminal(env: dict[str, str], run_id: str, workers: list[subprocess.Popen], after_runs: int = 0,
+                  timeout_s: float = 420) -> dict:
+    """The flow run once it is in a terminal state after more than `after_runs` runs; fails if a worker dies."""
+    deadline = time.monotonic() + timeout_s
+    run: dict = {}
+    while time.monotonic() < deadline:
+        run = flow_run(env, run_id)
+        if run["state"]["type"] in TERMINAL and run["run_count"] > after_runs:
+            return run
+        for proc in workers:
+            if proc.poll() is not None:
+                raise ProcessFailed("a worker died:\n" + proc.log.read_text()[-3000:])  # type: ignore[attr-defined]
+        time.sleep(1)
+    logs = "\n".join(proc.log.read_text()[-2000:] for proc in workers)  # type: ignore[attr-defined]
+    raise ProcessFailed(f"flow run {run_id} did not finish: {run.get('state')}\n{logs}")
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
