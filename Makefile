@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test ui deploy benchmark lint clean
+.PHONY: setup run test ui deploy screenshots benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -36,6 +36,9 @@ lint: setup ## ruff over the project
 
 deploy: setup ## on the Prefect server PREFECT_API_URL names: the work pool, every deployment, how to start a worker
 	bash scripts/deploy.sh
+
+screenshots: setup ## the README's pictures: a served offline night's run page, logs and report (needs Chromium)
+	bash scripts/ui_screenshot.sh docs/images
 
 benchmark: setup ## the demo night, cold and warm
 	$(VENV)/bin/python benchmarks/run_demo.py
