@@ -19,7 +19,8 @@ from tasks.context import RunContext, report_dir, runtime, settings_for
 
 
 def unless_permanent(_task, _run, state) -> bool:
-    """Retry a Slack call that may work later (5xx, rate limits, the network), not one Slack refused for good."""
+    """Retry a Slack or GitHub call that may work later (5xx, rate limits, the network), not one refused for good
+    (a bad token, a missing repository or channel, a refused body)."""
     return not getattr(raised(state), "permanent", False)
 
 
@@ -60,7 +61,7 @@ def select_for_issues(ctx: RunContext, results: list[ErrorAnalysisResult]) -> li
     return select_for_issues_core(results)
 
 
-@nightwatch_task(name="correlate_prs", step="8", retries=2, retry_delay_seconds=5)
+@nightwatch_task(name="correlate_prs", step="8", retries=2, retry_delay_seconds=5, retry_condition_fn=unless_permanent)
 def correlate_prs(ctx: RunContext, chosen: list[ErrorAnalysisResult], prs: list[CorrelatedPR]) -> list[ErrorAnalysisResult]:
     """Step 8: recently merged PRs that touch each error's files go into its issue."""
     out = []
@@ -88,7 +89,7 @@ def check_fixes(ctx: RunContext, chosen: list[ErrorAnalysisResult], traces: list
     return out
 
 
-@nightwatch_task(name="file_issues", step="9", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="file_issues", step="9", retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=unless_permanent)
 def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) -> list[CreatedIssueResult]:
     """Step 9: create, or comment "new occurrence" on the existing issue; idempotent by fingerprint."""
     if ctx.dry_run:
@@ -97,7 +98,7 @@ def file_issues(ctx: RunContext, chosen: list[ErrorAnalysisResult], demo: bool) 
                             demo, report_dir(ctx))
 
 
-@nightwatch_task(name="propose_fix", step="10", retries=3, retry_delay_seconds=[5, 30, 120])
+@nightwatch_task(name="propose_fix", step="10", retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=unless_permanent)
 def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list[CreatedIssueResult]) -> CreatedPRResult | None:
     """Step 10: the best fix that passed every check of step 8.5 becomes one draft PR (idempotent)."""
     best = choose_best_fix([r for r in chosen if r.fix_gate and r.fix_gate.passed])

@@ -132,3 +132,35 @@ def test_malformed_replies_and_timeouts_become_clear_errors(fake: FakeGitHub) ->
     fake.fail_next("GET", path, Reply(200, {"message": "late"}, delay_s=1.5))
     with pytest.raises(GitHubError, match="GitHub did not answer in time while reading README.md"):
         host.read_file("README.md")
+
+
+@pytest.mark.parametrize(("raised", "permanent"), [
+    ("bad_credentials", True), ("not_found", True), ("unprocessable", True), ("forbidden", True),
+    ("rate_limited", False), ("server_error", False),
+])
+def test_a_refusal_is_permanent_and_a_rate_limit_or_server_error_is_worth_a_retry(raised, permanent):
+    from github.GithubException import (
+        BadCredentialsException,
+        GithubException,
+        RateLimitExceededException,
+        UnknownObjectException,
+    )
+
+    from nightwatch.codehosts.github import github_errors
+    from tasks.steps_publish import unless_permanent
+
+    exc = {"bad_credentials": BadCredentialsException(401, {"message": "Bad credentials"}, {}),
+           "not_found": UnknownObjectException(404, {"message": "Not Found"}, {}),
+           "unprocessable": GithubException(422, {"message": "Validation Failed"}, {}),
+           "forbidden": GithubException(403, {"message": "Resource not accessible by integration"}, {}),
+           "rate_limited": RateLimitExceededException(403, {"message": "API rate limit exceeded"}, {}),
+           "server_error": GithubException(502, {"message": "Bad Gateway"}, {})}[raised]
+    with pytest.raises(GitHubError) as caught, github_errors("filing an issue"):
+        raise exc
+    assert caught.value.permanent is permanent
+
+    class State:  # what Prefect hands a retry condition: a failed state whose result is the exception
+        def result(self, raise_on_failure=False):
+            return caught.value
+
+    assert unless_permanent(None, None, State()) is not permanent

@@ -55,12 +55,17 @@ RATE_LIMIT_MAX_WAIT_S = 60  # wait out a short rate-limit reset; a longer one fa
 # slice of an empty result is iterated.
 
 
-class GitHubError(CodeHostError):
-    """A GitHub API call failed; `status` is the HTTP status when there was one."""
+PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 410, 422})  # a rate limit's 403 is RateLimitExceededException
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+
+class GitHubError(CodeHostError):
+    """A GitHub API call failed; `status` is the HTTP status when there was one. `permanent`: trying again cannot
+    help (a rejected token, a missing repository, permissions, a refused body), as a rate limit or a 5xx can."""
+
+    def __init__(self, message: str, status: int | None = None, permanent: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.permanent = permanent
 
 
 def github_client(
@@ -92,16 +97,17 @@ def github_errors(doing: str, not_found: str | None = None) -> Iterator[None]:
     try:
         yield
     except UnknownObjectException as exc:
-        raise GitHubError(not_found or f"not found on GitHub while {doing}", 404) from exc
+        raise GitHubError(not_found or f"not found on GitHub while {doing}", 404, permanent=True) from exc
     except BadCredentialsException as exc:
-        raise GitHubError(f"GitHub rejected the token (401) while {doing}: check GITHUB_TOKEN", 401) from exc
+        raise GitHubError(f"GitHub rejected the token (401) while {doing}: check GITHUB_TOKEN", 401, permanent=True) from exc
     except RateLimitExceededException as exc:
         raise GitHubError(f"GitHub rate limit reached while {doing}; try again later", exc.status) from exc
     except GithubException as exc:
         if exc.status == 404:
-            raise GitHubError(not_found or f"not found on GitHub while {doing}", 404) from exc
+            raise GitHubError(not_found or f"not found on GitHub while {doing}", 404, permanent=True) from exc
         hint = " (check the token's permissions)" if exc.status == 403 else ""
-        raise GitHubError(f"GitHub API error {exc.status} while {doing}: {_message(exc)}{hint}", exc.status) from exc
+        raise GitHubError(f"GitHub API error {exc.status} while {doing}: {_message(exc)}{hint}", exc.status,
+                          permanent=exc.status in PERMANENT_STATUSES) from exc
     except requests.exceptions.RetryError as exc:
         raise GitHubError(f"GitHub kept failing while {doing}; gave up after retries ({_reason(exc)})") from exc
     except requests.exceptions.RequestException as exc:
