@@ -9,7 +9,6 @@
 Every file is written through `atomic`: readers never see a partial file.
 """
 
-from knowledge_store.atomic import atomic_write_bytes, atomic_write_text
 from knowledge_store.documents import (
     KnowledgeDocError,
     find_error_doc,
@@ -23,6 +22,7 @@ from knowledge_store.index import KnowledgeIndexError, load_index, rebuild_index
 from knowledge_store.metrics import MetricsStore, MetricsWriteError
 from knowledge_store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES, render_schema_doc, schema_for
 from knowledge_store.search import extract_tags, search_prior_knowledge
+from nightwatch.atomic import atomic_write_bytes, atomic_write_text
 
 __all__ = [
     "ANALYST_QUERIES",

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from knowledge_store.atomic import atomic_write_text
+from nightwatch.atomic import atomic_write_text
 from nightwatch.models import Analysis, DetectedPattern, ErrorAnalysisResult
 from nightwatch.patterns import extract_tags, pattern_doc, slugify
 from nightwatch.redact import clean

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import duckdb
 
-from knowledge_store.atomic import temp_path_for
 from knowledge_store.metrics import SNAPSHOT_TABLES
 from knowledge_store.schema import TABLES, duckdb_type, schema_for
+from nightwatch.atomic import temp_path_for
 
 DB_FILE = "nightwatch.duckdb"
 HIVE_KEYS = {"date": "DATE", "run": "VARCHAR"}

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from knowledge_store.atomic import atomic_write_text
 from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc, section
+from nightwatch.atomic import atomic_write_text
 from nightwatch.fingerprint import fingerprint_of
 from nightwatch.patterns import extract_tags
 

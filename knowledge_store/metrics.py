@@ -29,8 +29,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from knowledge_store.atomic import atomic_target
 from knowledge_store.schema import SCHEMA_VERSION, schema_for
+from nightwatch.atomic import atomic_target
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall
 from nightwatch.redact import clean
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import re
 from collections.abc import Iterator
 from datetime import datetime
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+from nightwatch.atomic import atomic_write_text
 from nightwatch.batches import BatchStatus
 from nightwatch.models import Model, ModelCall
 from nightwatch.triage import TriageOutcome
@@ -116,13 +116,7 @@ class LedgerStore:
 
     def save(self, ledger: BatchLedger) -> BatchLedger:
         path = self.path(ledger.key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(ledger.model_dump_json(indent=1))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        atomic_write_text(path, ledger.model_dump_json(indent=1))
         return ledger
 
     @contextlib.contextmanager

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from nightwatch.atomic import atomic_write_text
 from nightwatch.batches import CUSTOM_ID, MAX_BYTES, MAX_REQUESTS, BatchEntry, BatchError, BatchRefused, BatchStatus, usage_from
 
 EXPIRY = timedelta(hours=24)
@@ -133,10 +133,7 @@ class OfflineBatches:
 
     def _save(self, record: dict[str, Any]) -> None:
         path = self._path(record["id"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(record))
 
     def _records(self) -> list[dict[str, Any]]:
         return [json.loads(p.read_text()) for p in sorted(self.root.glob("msgbatch_*.json"))] if self.root.is_dir() else []

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knowledge_store.atomic import atomic_write_bytes
 from knowledge_store.metrics import safe_name
+from nightwatch.atomic import atomic_write_bytes
 from nightwatch.models import ErrorGroup, Model, TraceData
 from nightwatch.research import ResearchContext
 from tasks.context import RunContext, home

@@ -9,7 +9,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from knowledge_store.atomic import atomic_target, atomic_write_bytes, atomic_write_text
 from knowledge_store.documents import write_error_doc
 from knowledge_store.index import rebuild_index
 from knowledge_store.metrics import MetricsStore, MetricsWriteError, safe_name, to_table
@@ -22,6 +21,7 @@ from knowledge_store.schema import (
     render_schema_doc,
     schema_for,
 )
+from nightwatch.atomic import atomic_target, atomic_write_bytes, atomic_write_text
 from nightwatch.models import (
     Analysis,
     CreatedIssueResult,

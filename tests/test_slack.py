@@ -225,3 +225,28 @@ def test_a_refusal_is_permanent_and_a_server_error_is_worth_a_retry():
     assert NotifyError("chat.postMessage", "is_archived").permanent
     assert not NotifyError("chat.postMessage", "fatal_error", "HTTP 500").permanent
     assert not NotifyError("chat.postMessage", "ratelimited").permanent
+
+
+def test_two_writers_of_the_ledger_never_collide(tmp_path):
+    """Each write has a temporary file of its own (a fixed `.tmp` name made concurrent writers replace each other's)."""
+    import json
+    import threading
+
+    from nightwatch.publishers.slack import RunLedger
+
+    ledger, failures = RunLedger(tmp_path, "20261121T0600-24h-x"), []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(200):
+                ledger.write({"writer": n, "i": i})
+        except OSError as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures and json.loads(ledger.path.read_text())["i"] == 199
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))

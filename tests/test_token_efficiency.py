@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.investigation_corpus import LENGTHS, corpus
 from benchmarks.token_efficiency import STRATEGIES, figures, run
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.runtime import DEMO_APP
 
 KEYS = {"cost_weighted_tokens", "billed_input_tokens", "output_tokens", "peak_context_tokens", "needles_answered", "needles_total",
-        "cost_usd"}
+        "cost_usd", "cost_usd_batch"}
 
 
 def test_long_investigations_rank_naive_original_nightwatch(tmp_path: Path):
@@ -18,11 +20,13 @@ def test_long_investigations_rank_naive_original_nightwatch(tmp_path: Path):
     scripts = [s for s in corpus(host) if s.night == "long"][:3]
     assert all(5 <= s.calls <= max(LENGTHS.values()) for s in scripts)
     data = figures({name: run(name, scripts, host, tmp_path) for name in STRATEGIES})
-    assert set(data) == {"naive", "naive+cache", "original", "nightwatch", "floor"} and set(data["floor"]) == {"cost_weighted_tokens"}
+    assert set(data) == {"naive", "naive+cache", "original", "nightwatch", "floor"} and set(data["floor"]) == {"cost_weighted_tokens", "cost_usd"}
     assert all(set(data[name]) == KEYS for name in STRATEGIES)
     naive, original, nightwatch = (data[n]["cost_weighted_tokens"] for n in ("naive", "original", "nightwatch"))
     assert data["floor"]["cost_weighted_tokens"] < nightwatch < original < naive
     assert data["nightwatch"]["cost_usd"] < data["naive+cache"]["cost_usd"] < data["naive"]["cost_usd"]  # in dollars, output included
+    assert all(data[n]["cost_usd_batch"] == pytest.approx(data[n]["cost_usd"] / 2, rel=1e-3) for n in STRATEGIES)  # half price
+    assert data["floor"]["cost_usd"] < data["nightwatch"]["cost_usd"]
     assert data["nightwatch"]["needles_answered"] == 3 and data["original"]["needles_answered"] < 3  # the window dropped them
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from nightwatch.atomic import atomic_write_text
 from nightwatch.models import Model, ModelCall, ToolCall
 
 KEEP = 3
@@ -72,17 +72,9 @@ class CheckpointStore:
         named = checkpoint.model_copy(update={"checkpoint_id": f"{checkpoint.fingerprint}-{seq:04d}"})
         sealed = named.model_copy(update={"digest": named.body_digest()})
         target = self.root / f"{seq:04d}.json"
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            with tmp.open("w", encoding="utf-8") as fh:
-                fh.write(sealed.model_dump_json())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
+            atomic_write_text(target, sealed.model_dump_json())
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
             raise CheckpointError(f"could not write checkpoint {target}: {exc}") from exc
         verified = self._verified(target)
         if verified is None or verified.checkpoint_id != sealed.checkpoint_id:

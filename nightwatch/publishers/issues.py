@@ -8,8 +8,6 @@ comments twice. Closed issues stay closed (a person closed them) but still hear 
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from nightwatch.atomic import atomic_write_text
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.github import GitHubRepoAdapter, github_errors
 from nightwatch.models import CreatedIssueResult, ErrorAnalysisResult
@@ -71,14 +70,6 @@ def carries(text: str | None, marker: str) -> bool:
 
 def with_marker(body: str, marker: str) -> str:
     return body if carries(body, marker) else f"{body.rstrip()}\n\n{hidden_form(marker)}\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file and os.replace, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 # GitHub --------------------------------------------------------------------------------------------
@@ -141,7 +132,7 @@ class FileIssueTracker:
             raise CodeHostError(f"issue index is damaged: {self._index_path} ({exc}); fix or remove it") from exc
 
     def _save(self, issues: list[dict]) -> None:
-        write_atomic(self._index_path, json.dumps({"issues": issues}, indent=2) + "\n")
+        atomic_write_text(self._index_path, json.dumps({"issues": issues}, indent=2) + "\n")
 
     def _tracked(self, entry: dict) -> TrackedIssue:
         path = self.root / entry["file"]
@@ -157,7 +148,7 @@ class FileIssueTracker:
         number = max((e["number"] for e in issues), default=0) + 1
         entry = {"number": number, "fingerprint": fingerprint, "title": title, "state": "open",
                  "labels": list(dict.fromkeys([LABEL, *labels])), "file": f"issues/{number}-{fingerprint}.md"}
-        write_atomic(self.root / entry["file"], f"# {title}\n\n{with_marker(body, fingerprint_marker(fingerprint))}")
+        atomic_write_text(self.root / entry["file"], f"# {title}\n\n{with_marker(body, fingerprint_marker(fingerprint))}")
         self._save(issues + [entry])
         return self._tracked(entry)
 
@@ -170,7 +161,7 @@ class FileIssueTracker:
         if carries(text, marker):
             return False
         heading = "" if COMMENTS_HEADING in text else f"\n{COMMENTS_HEADING}\n"
-        write_atomic(path, f"{text.rstrip()}\n{heading}\n---\n\n{with_marker(body, marker)}")
+        atomic_write_text(path, f"{text.rstrip()}\n{heading}\n---\n\n{with_marker(body, marker)}")
         return True
 
     def open_issue_count(self, label: str) -> int:
@@ -289,5 +280,5 @@ def _write_outbox(report_dir: Path, filed: _Filed, run_id: str) -> Path:
     if o.reason:
         lines.append(f"- Reason: {o.reason}")
     path = report_dir / "issues" / f"{o.fingerprint}.md"
-    write_atomic(path, "\n".join(lines) + "\n\n---\n\n" + filed.text)
+    atomic_write_text(path, "\n".join(lines) + "\n\n---\n\n" + filed.text)
     return path

@@ -15,11 +15,12 @@ from typing import Protocol
 
 from github.GithubException import UnknownObjectException
 
+from nightwatch.atomic import atomic_write_text
 from nightwatch.codehosts.base import CodeHost, CodeHostError, safe_relative_path
 from nightwatch.codehosts.github import GitHubError, GitHubRepoAdapter, github_errors
 from nightwatch.fix import ValidatedFix, refused_reason
 from nightwatch.models import CreatedPRResult, ErrorAnalysisResult
-from nightwatch.publishers.issues import carries, with_marker, write_atomic
+from nightwatch.publishers.issues import carries, with_marker
 from nightwatch.render.issue import fingerprint_marker, pr_body, pr_title
 
 MAX_PULLS_SCANNED = 200
@@ -129,10 +130,10 @@ class FilePRPublisher:
                  "state": "open", "draft": True, "folder": f"pulls/{number}-{fingerprint}", "files": sorted(changes)}
         folder = self.root / entry["folder"]
         for path, content in changes.items():
-            write_atomic(folder / "files" / safe_relative_path(path), content)
+            atomic_write_text(folder / "files" / safe_relative_path(path), content)
         header = f"# {title}\n\n- Draft: yes\n- Branch: `{branch}`\n- Base: `{base}`\n\n"
-        write_atomic(folder / "PR.md", header + with_marker(body, fingerprint_marker(fingerprint)))
-        write_atomic(self._index_path, json.dumps({"pulls": pulls + [entry]}, indent=2) + "\n")
+        atomic_write_text(folder / "PR.md", header + with_marker(body, fingerprint_marker(fingerprint)))
+        atomic_write_text(self._index_path, json.dumps({"pulls": pulls + [entry]}, indent=2) + "\n")
         return number, self._url(entry)
 
 
@@ -152,7 +153,7 @@ def propose_fix(
     diff_path = None
     if report_dir is not None:
         diff_path = Path(report_dir) / "pr" / f"{fp}.diff"
-        write_atomic(diff_path, fix.diff)
+        atomic_write_text(diff_path, fix.diff)
     try:
         outcome = _publish(result, fix, publisher, host, title, body)
     except CodeHostError as exc:
@@ -194,4 +195,4 @@ def _write_summary(path: Path, outcome: CreatedPRResult, title: str, body: str, 
              f"- Base: `{outcome.base_branch or '?'}`", f"- Run: `{run_id}`"]
     if outcome.reason:
         lines.append(f"- Reason: {outcome.reason}")
-    write_atomic(path, "\n".join(lines) + "\n\n---\n\n" + body)
+    atomic_write_text(path, "\n".join(lines) + "\n\n---\n\n" + body)

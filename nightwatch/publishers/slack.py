@@ -9,7 +9,6 @@ in the report's thread. Offline, `FileNotifier` writes the same payloads to file
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ from slack_sdk.http_retry.builtin_handlers import (
     ServerErrorRetryHandler,
 )
 
+from nightwatch.atomic import atomic_write_text
 from nightwatch.models import RunReport
 from nightwatch.render.blocks import fallback_text, followup_blocks, report_blocks
 from nightwatch.render.markdown import followup_markdown, report_markdown
@@ -101,15 +101,7 @@ class RunLedger:
             raise NotifyError("ledger", "unreadable_ledger", f"{self.path}: {exc}") from None
 
     def write(self, entry: dict[str, Any]) -> None:
-        write_atomic(self.path, json.dumps(entry, indent=2, sort_keys=True))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Temp file + rename, so a crash never leaves half a file that a rerun would trust."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(path.name + ".tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
+        atomic_write_text(self.path, json.dumps(entry, indent=2, sort_keys=True))
 
 
 class SlackNotifier:
@@ -246,6 +238,6 @@ class FileNotifier:
 
     def _write(self, name: str, payload: dict[str, Any], markdown: str) -> NotifyResult:
         path = self.dir / f"{name}.json"
-        write_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        write_atomic(self.dir / f"{name}.md", markdown)
+        atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(self.dir / f"{name}.md", markdown)
         return NotifyResult(target="file", action="written", path=str(path))

@@ -1,7 +1,7 @@
 """Atomic file writes: a reader sees the old file or the new one, never half of either.
 
-Everything NightWatch persists (knowledge documents, the index, Parquet parts, the DuckDB views
-file) goes through here. The bytes go to a temporary file in the target's own folder (so the final
+Everything NightWatch persists goes through here: knowledge documents, the index, Parquet parts, the DuckDB
+views file, checkpoints, batch ledgers, the Slack ledger, the file tracker, subflow inputs. The bytes go to a temporary file in the target's own folder (so the final
 rename never crosses a filesystem), are flushed to disk with fsync, and then `os.replace` swaps the
 file in one step. Temporary names start with a dot and end in `.tmp`, so globs such as
 `**/*.parquet` or `errors/*.md` never pick up a file that is still being written.
