@@ -65,3 +65,37 @@ def test_task_run_names_shorten_transactions_like_rails_routes():
     assert short_transaction("Controller/orders/show") == "orders#show"
     assert short_transaction("Controller/api/v1/orders/create") == "api/v1/orders#create"
     assert short_transaction("OtherTransaction/SidekiqJob/InvoiceJob/perform") == "InvoiceJob/perform"
+
+
+def test_prefect_yaml_and_the_served_deployments_agree():
+    """The same three deployments whether registered on a pool (prefect.yaml) or served (`make ui`)."""
+    from deployments.definitions import NIGHTLY_CRON, TIMEZONE, build_collect_deployment, build_deployments
+
+    declared = {d["name"]: d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]}
+    served = {d.name: d for d in [*build_deployments(), build_collect_deployment()]}
+    assert set(declared) == set(served) == {"nightly", "manual", "collect"}
+    for name, deployment in served.items():
+        yaml_params = {k: v for k, v in declared[name]["parameters"].items() if v is not None}
+        assert {k: v for k, v in deployment.parameters.items() if v is not None} == yaml_params, name
+        assert declared[name]["entrypoint"].replace(":", ".") == deployment.entrypoint, name
+        assert set(declared[name]["tags"]) == set(deployment.tags), name
+    (schedule,) = declared["nightly"]["schedules"]
+    assert (schedule["cron"], schedule["timezone"]) == (NIGHTLY_CRON, TIMEZONE)
+    assert served["nightly"].schedules[0].schedule.cron == NIGHTLY_CRON
+    assert not declared["manual"].get("schedules") and not declared["collect"].get("schedules")
+
+
+def test_no_core_module_loads_prefect():
+    """nightwatch/ and knowledge_store/ are the core: importing every module of theirs never imports Prefect."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import nightwatch, knowledge_store\n"
+        "for package in (nightwatch, knowledge_store):\n"
+        "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
+        "        importlib.import_module(info.name)\n"
+        "loaded = sorted(m for m in sys.modules if m == 'prefect' or m.startswith('prefect.'))\n"
+        "print(len(loaded), loaded[:5])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("0 "), done.stdout
