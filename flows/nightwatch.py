@@ -37,13 +37,14 @@ def nightwatch_flow(
     max_errors: int | None = None,
     max_issues: int | None = None,
     dry_run: bool = False,
-    mode: Literal["batch", "interactive"] = "interactive",
+    mode: Literal["batch", "interactive"] | None = None,
     agent: str | None = None,
     until: datetime | None = None,
     settings_block: str | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> RunReport:
     settings = resolve_run_settings(settings_block, overrides, max_errors=max_errors, max_issues=max_issues, agent=agent)
+    mode = mode or settings.mode  # NIGHTWATCH_MODE when the caller does not say
     results_at = result_storage.use_for_night(settings)  # before any task: a retry on any worker finds the finished steps
     run = get_run_context().flow_run
     anchor = until or (run.expected_start_time if run and run.expected_start_time else datetime.now(timezone.utc))

@@ -59,7 +59,8 @@ def run(
     max_errors: Optional[int] = typer.Option(None, min=1, max=200, help="Errors to analyse (top N after ranking)."),
     max_issues: Optional[int] = typer.Option(None, min=0, max=50, help="New GitHub issues to create at most."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Analyse and report, but send and file nothing."),
-    mode: Mode = typer.Option(Mode.interactive, help="batch: triage through Message Batches; interactive: direct calls."),
+    mode: Optional[Mode] = typer.Option(None, help="batch: triage through Message Batches; interactive: direct calls "
+                                                   "(default: NIGHTWATCH_MODE, else interactive)."),
     agent: Optional[str] = typer.Option(None, help="Agent definition (see `nightwatch agents list`)."),
     until: Optional[datetime] = typer.Option(None, help="End of the window (UTC); default: now, to the hour."),
     output: Output = typer.Option(Output.text, help="text: readable summary; json: the RunReport on stdout."),
@@ -76,7 +77,8 @@ def run(
 
     environment.configure(settings.resolved_home())
     log = run_log.start(settings.resolved_home())
-    report = _run_flow(settings, log, hours, max_errors, max_issues, dry_run, mode.value, agent, until, settings_block)
+    report = _run_flow(settings, log, hours, max_errors, max_issues, dry_run, mode.value if mode else settings.mode, agent, until,
+                       settings_block)
     if output is Output.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:

@@ -96,7 +96,8 @@ class Settings(BaseSettings):
     pr_min_confidence: Literal["high", "medium", "low"] = Field(
         default="high", description="A draft PR is opened only for a fix at or above this confidence; below it the "
                                     "proposed change stays in the issue.")
-    mode: Literal["batch", "interactive"] = "interactive"
+    mode: Literal["batch", "interactive"] = Field(default="interactive", description="Triage through Message Batches "
+                                                  "(batch) or direct calls, when the run or deployment does not say.")
     agent: str = "base-analyzer"
     dry_run: bool = False
     analysis_concurrency: int = 4
@@ -127,7 +128,7 @@ class Settings(BaseSettings):
     investigation_concurrency_limit: str = Field(default="nightwatch-investigations",
                                                  description="Prefect global concurrency limit over investigations "
                                                              "(created with analysis_concurrency slots if missing).")
-    compound_enabled: bool = True
+    compound_enabled: bool = Field(default=True, description="Step 12 writes knowledge documents (metrics are always written).")
 
     # Triage traffic: direct calls under a Prefect global concurrency limit, batches within a budget.
     api_concurrency: int = Field(default=16, ge=1, description="Slots of the `anthropic-api` concurrency limit when NightWatch creates it.")
@@ -136,7 +137,7 @@ class Settings(BaseSettings):
     batch_poll_max_s: float = Field(default=300.0, gt=0, description="Longest wait between batch status checks.")
     batch_hold_s: float = Field(default=600.0, ge=0, description="In a deployment: wait this long, then hand the night to `collect`.")
     batch_deadline_s: float = Field(default=6 * 3600.0, gt=0, description="Cancel a batch still processing after this; finish directly.")
-    patterns_enabled: bool = True
+    patterns_enabled: bool = Field(default=True, description="Step 13 looks for patterns and ignore-rule suggestions.")
 
     @property
     def nerdgraph_url(self) -> str:

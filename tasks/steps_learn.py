@@ -28,7 +28,8 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     written = 0
     tonight = [r.fingerprint for r in report.results]
     repaired = [f.line() for f in quarantine_documents(home(ctx), fingerprints=tonight)]  # a damaged one must not stop the writes
-    if not ctx.dry_run:
+    keep = settings_for(ctx).compound_enabled  # NIGHTWATCH_COMPOUND_ENABLED=false: metrics only, no knowledge documents
+    if not ctx.dry_run and keep:
         for result in report.results:
             if result.analysis is not None and result.source in ("model", "triage") and result.run_id == ctx.run_id:
                 write_error_doc(result, knowledge, file_hashes=digests.get(result.fingerprint))
@@ -45,12 +46,16 @@ def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: 
     store.write_analyses(ctx.run_id, ctx.run_date, report.results, attempt=ctx.attempt)
     store.write_knowledge_index(index)
     note = f"; quarantined {len(repaired)} damaged document(s): {'; '.join(repaired)}" if repaired else ""
+    note += "" if keep else " (knowledge documents off: NIGHTWATCH_COMPOUND_ENABLED=false)"
     return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}{note}"
 
 
 @nightwatch_task(name="detect_patterns", step="13")
 def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None) -> tuple[list[DetectedPattern], list[IgnoreSuggestion]]:
-    """Step 13: cross-error and cross-run patterns, and ignore-rule suggestions for a human to review."""
+    """Step 13: cross-error and cross-run patterns, and ignore-rule suggestions for a human to review
+    (nothing when NIGHTWATCH_PATTERNS_ENABLED=false)."""
+    if not settings_for(ctx).patterns_enabled:
+        return [], []
     knowledge = home(ctx) / "knowledge"
     history = load_index(knowledge).get("solutions", [])
     patterns = detect_patterns_core(report.results, history)

@@ -86,6 +86,18 @@ def test_demo_night_then_a_second_night(nightwatch_home, monkeypatch):
     assert any(name.startswith("4 investigate_error · ") for name in names)
 
 
+def test_mode_and_the_learning_steps_follow_their_settings(nightwatch_home, monkeypatch):
+    monkeypatch.setenv("NIGHTWATCH_MODE", "batch")
+    monkeypatch.setenv("NIGHTWATCH_COMPOUND_ENABLED", "false")
+    monkeypatch.setenv("NIGHTWATCH_PATTERNS_ENABLED", "false")
+    report = _night(max_errors=3)
+    assert report.mode == "batch" and report.succeeded
+    steps = {s.name: s.detail for s in report.steps}
+    assert "knowledge documents off: NIGHTWATCH_COMPOUND_ENABLED=false" in steps["compound"]
+    assert not list((nightwatch_home / "knowledge" / "errors").glob("*.md")) and not report.patterns
+    assert steps["detect_patterns"].startswith("0 patterns, 0 ignore suggestions")
+
+
 def test_live_model_path_through_the_fake_api(nightwatch_home, monkeypatch):
     with FakeAnthropic() as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", fake.api_key)
