@@ -146,7 +146,7 @@ def investigate(fake, runtime, items, naive: bool, verdicts=None, workers: int =
     from nightwatch.agent.policy import ContextPolicy
     from nightwatch.agent.recall import EventLog
     from nightwatch.agent.tools import CodeCache
-    from nightwatch.investigate import investigate_error
+    from nightwatch.investigate import AgentKit, Investigation, investigate_error
 
     client = AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2)
     definition, cache, events = load_definition("base-analyzer"), CodeCache(runtime.host), EventLog()
@@ -154,11 +154,12 @@ def investigate(fake, runtime, items, naive: bool, verdicts=None, workers: int =
 
     def one(item):
         error, traces, research = item
-        return investigate_error(run_id="bench-naive" if naive else "bench-routed", error=error, traces=traces, research=research,
-                                 verdict=(verdicts or {}).get(error.fingerprint), definition=definition, model=runtime.settings.model,
-                                 client=client, cache=cache if not naive else CodeCache(runtime.host), events=events,
-                                 max_iterations=runtime.settings.max_iterations, token_budget=runtime.settings.token_budget_per_error,
-                                 policy=policy)
+        subject = Investigation("bench-naive" if naive else "bench-routed", error, traces, research,
+                                (verdicts or {}).get(error.fingerprint))
+        return investigate_error(subject, AgentKit(definition=definition, model=runtime.settings.model, client=client,
+                                                   cache=cache if not naive else CodeCache(runtime.host), events=events,
+                                                   max_iterations=runtime.settings.max_iterations,
+                                                   token_budget=runtime.settings.token_budget_per_error, policy=policy))
 
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, items))

@@ -9,6 +9,7 @@ it ends. An interruption can be raised (with everything metered so far) so the c
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 from nightwatch.agent.budgets import RunBudget, iteration_limit
 from nightwatch.agent.checkpoints import CheckpointStore
@@ -43,56 +44,75 @@ class AnalysisFailed(InvestigationInterrupted):
     """The investigation ended without an analysis; never an answer to cache. `result.failure` says why."""
 
 
-def investigate_error(
-    *,
-    run_id: str,
-    error: ErrorGroup,
-    traces: TraceData,
-    research: ResearchContext,
-    verdict: TriageVerdict | None,
-    definition: AgentDefinition,
-    model: str,
-    client: ModelClient,
-    cache: CodeCache,
-    events: EventLog,
-    max_iterations: int,
-    token_budget: int,
-    cross_error: list[str] | None = None,
-    cache_ttl: str = "5m",
-    policy: ContextPolicy | None = None,
-    run_budget: RunBudget | None = None,
-    checkpoints: CheckpointStore | None = None,
-    counter: TokenCounter | None = None,
-    raise_on_interrupt: bool = False,
-) -> ErrorAnalysisResult:
-    if run_budget is not None:
-        run_budget.require(error.label)  # raises RunBudgetSpent: the error keeps its triage verdict
+@dataclass(frozen=True)
+class Investigation:
+    """What one deep investigation is about: the error, what steps 3 and 3.5 found on it, triage's word, and
+    what the night's other investigations have learnt (cross-error notes)."""
+
+    run_id: str
+    error: ErrorGroup
+    traces: TraceData
+    research: ResearchContext
+    verdict: TriageVerdict | None = None
+    cross_error: list[str] | None = None
+
+
+@dataclass
+class AgentKit:
+    """What investigates: the agent definition, its model and client, the code and the event log, the limits
+    (the policy carries the context layers and the cache TTL), and where it checkpoints."""
+
+    definition: AgentDefinition
+    model: str
+    client: ModelClient
+    cache: CodeCache
+    events: EventLog
+    max_iterations: int
+    token_budget: int
+    policy: ContextPolicy = field(default_factory=ContextPolicy)
+    run_budget: RunBudget | None = None
+    checkpoints: CheckpointStore | None = None
+    counter: TokenCounter | None = None
+
+
+def investigate_error(subject: Investigation, kit: AgentKit, *, raise_on_interrupt: bool = False) -> ErrorAnalysisResult:
+    """Run the agent on one error; raise InvestigationInterrupted (everything metered so far) when asked to and
+    a model call failed, so the caller may retry from the checkpoint."""
+    if kit.run_budget is not None:
+        kit.run_budget.require(subject.error.label)  # raises RunBudgetSpent: the error keeps its triage verdict
     started = time.monotonic()
-    runner = ToolRunner(cache=cache, traces=traces, events=events, run_id=run_id, fingerprint=error.fingerprint, allowed=definition.tools,
-                        lean=(policy or ContextPolicy()).lean_tool_results)
-    complexity = verdict.complexity if verdict else "moderate"
-    config = LoopConfig(
-        model=definition.model or model,
-        system_prompt=definition.system_prompt,
-        tools=definition.tools,
-        max_iterations=iteration_limit(definition.max_iterations, complexity, max_iterations),
-        max_tokens=definition.max_tokens,
-        thinking_budget=definition.thinking_budget,
-        token_budget=token_budget,
-        cache_ttl=cache_ttl,
-        policy=policy or ContextPolicy(cache_ttl=cache_ttl),
-        complexity=complexity,
-        agent=definition.name,
-        focus=_focus(error, traces),
-    )
-    first = investigation_message(error, traces, research, cross_error, config.policy.cache_ttl)  # type: ignore[union-attr]
-    outcome = run_agent(client, runner, config, first, counter=counter, run_budget=run_budget, checkpoints=checkpoints)
-    result = _result(run_id, error, verdict, definition, client, config, outcome, runner, research, started)
+    runner = ToolRunner(cache=kit.cache, traces=subject.traces, events=kit.events, run_id=subject.run_id,
+                        fingerprint=subject.error.fingerprint, allowed=kit.definition.tools, lean=kit.policy.lean_tool_results)
+    config = _loop_config(subject, kit)
+    first = investigation_message(subject.error, subject.traces, subject.research, subject.cross_error, kit.policy.cache_ttl)
+    outcome = run_agent(kit.client, runner, config, first, counter=kit.counter, run_budget=kit.run_budget,
+                        checkpoints=kit.checkpoints)
+    result = _result(subject, kit, config, outcome, runner, started)
     if outcome.interrupted and raise_on_interrupt:
         raise InvestigationInterrupted(result)
-    if checkpoints is not None and not outcome.interrupted:
-        checkpoints.clear()
+    if kit.checkpoints is not None and not outcome.interrupted:
+        kit.checkpoints.clear()
     return result
+
+
+def _loop_config(subject: Investigation, kit: AgentKit) -> LoopConfig:
+    """The loop's limits: the iteration limit follows triage's complexity; the cache TTL is the policy's."""
+    definition = kit.definition
+    complexity = subject.verdict.complexity if subject.verdict else "moderate"
+    return LoopConfig(
+        model=definition.model or kit.model,
+        system_prompt=definition.system_prompt,
+        tools=definition.tools,
+        max_iterations=iteration_limit(definition.max_iterations, complexity, kit.max_iterations),
+        max_tokens=definition.max_tokens,
+        thinking_budget=definition.thinking_budget,
+        token_budget=kit.token_budget,
+        cache_ttl=kit.policy.cache_ttl,
+        policy=kit.policy,
+        complexity=complexity,
+        agent=definition.name,
+        focus=_focus(subject.error, subject.traces),
+    )
 
 
 def _focus(error: ErrorGroup, traces: TraceData) -> str:
@@ -101,27 +121,27 @@ def _focus(error: ErrorGroup, traces: TraceData) -> str:
     return f"{error.error_class} {error.message[:300]} {frames}"
 
 
-def _result(run_id: str, error: ErrorGroup, verdict: TriageVerdict | None, definition: AgentDefinition, client: ModelClient,
-            config: LoopConfig, outcome: LoopOutcome, runner: ToolRunner, research: ResearchContext, started: float) -> ErrorAnalysisResult:
+def _result(subject: Investigation, kit: AgentKit, config: LoopConfig, outcome: LoopOutcome, runner: ToolRunner,
+            started: float) -> ErrorAnalysisResult:
     failure = outcome.failure
     if failure and outcome.wrap_reason:
         failure += f" (final turn forced: {outcome.wrap_reason})"
     return ErrorAnalysisResult(
-        run_id=run_id,
-        error=error,
-        verdict=verdict,
+        run_id=subject.run_id,
+        error=subject.error,
+        verdict=subject.verdict,
         analysis=outcome.analysis,
         source="model",
-        agent=definition.name,
-        model="offline" if client.offline else config.model,
+        agent=kit.definition.name,
+        model="offline" if kit.client.offline else config.model,
         iterations=outcome.iterations,
         tokens=outcome.usage,
         cost_usd=round(sum(c.cost_usd for c in outcome.calls), 6),
         model_calls=outcome.calls,
         tool_calls=runner.calls,
         files_examined=runner.files_examined,
-        prior_analyses=research.prior_analyses,
-        correlated_prs=research.correlated_prs,
+        prior_analyses=subject.research.prior_analyses,
+        correlated_prs=subject.research.correlated_prs,
         duration_s=round(time.monotonic() - started, 3),
         failure=failure,
     )

@@ -31,11 +31,11 @@ from nightwatch.agent.budgets import RunBudget, RunBudgetSpent, run_budget, weig
 from nightwatch.agent.checkpoints import CheckpointStore
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.cross_error import CrossErrorNotes
-from nightwatch.agent.definitions import load_definition
+from nightwatch.agent.definitions import AgentDefinition, load_definition
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache
-from nightwatch.investigate import AnalysisFailed, InvestigationInterrupted, investigate_error
+from nightwatch.investigate import AgentKit, AnalysisFailed, Investigation, InvestigationInterrupted, investigate_error
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
@@ -120,6 +120,15 @@ def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
     return AnthropicCounter(client.sdk, model) if isinstance(client, AnthropicModelClient) else None
 
 
+def _kit(ctx: RunContext, settings: Settings, definition: AgentDefinition, error: ErrorGroup) -> AgentKit:
+    """The night's agent kit for one error: the shared client, code cache and event log, its own checkpoints."""
+    return AgentKit(definition=definition, model=settings.model, client=runtime(ctx).model_client, cache=code_cache(ctx),
+                    events=event_log(ctx), max_iterations=settings.max_iterations, token_budget=settings.token_budget_per_error,
+                    policy=ContextPolicy.from_settings(settings), run_budget=night_budget(ctx),
+                    checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
+                    counter=_counter(ctx, definition.model or settings.model))
+
+
 @nightwatch_task(name="investigate_error", step="4", retries=RETRIES, retry_delay_seconds=10, retry_condition_fn=_retryable,
                  cache_key_fn=_investigate_key, cache_expiration=timedelta(days=2))
 def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData, research: ResearchContext,
@@ -130,16 +139,9 @@ def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData
     notes = cross_error_notes(ctx)
     with investigation_slot(settings):
         try:
-            result = investigate_error(
-                run_id=ctx.run_id, error=error, traces=traces, research=research, verdict=verdict,
-                definition=definition, model=settings.model, client=runtime(ctx).model_client,
-                cache=code_cache(ctx), events=event_log(ctx), max_iterations=settings.max_iterations,
-                token_budget=settings.token_budget_per_error,
-                cross_error=notes.recent(error.fingerprint) if settings.cross_error_context else None,
-                policy=ContextPolicy.from_settings(settings),
-                run_budget=night_budget(ctx), checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
-                counter=_counter(ctx, definition.model or settings.model), raise_on_interrupt=task_run.run_count <= RETRIES,
-            )
+            subject = Investigation(ctx.run_id, error, traces, research, verdict,
+                                    notes.recent(error.fingerprint) if settings.cross_error_context else None)
+            result = investigate_error(subject, _kit(ctx, settings, definition, error), raise_on_interrupt=task_run.run_count <= RETRIES)
         except InvestigationInterrupted as exc:
             raise InvestigationInterrupted(_metered(ctx, exc.result)) from None
     result = _metered(ctx, result)

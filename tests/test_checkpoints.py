@@ -35,7 +35,7 @@ from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.investigate import investigate_error
+from nightwatch.investigate import AgentKit, Investigation, investigate_error
 from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.research import ResearchContext
 
@@ -45,11 +45,11 @@ error = ErrorGroup(error_class="NoMethodError", transaction="Controller/orders/s
 traces = TraceData(fingerprint=error.fingerprint, stack_frames=[
     StackFrame(file="app/controllers/orders_controller.rb", line=4, method="show", in_app=True)])
 result = investigate_error(
-    run_id="night-1", error=error, traces=traces, research=ResearchContext(fingerprint=error.fingerprint), verdict=None,
-    definition=load_definition("base-analyzer"), model="claude-sonnet-4-6",
-    client=AnthropicModelClient("{key}", base_url="{url}", max_retries=0, timeout_s=60),
-    cache=CodeCache(LocalRepoHost(work / "repo")), events=EventLog(work / "events.jsonl"), max_iterations=12, token_budget=60_000,
-    checkpoints=CheckpointStore(work / "checkpoints"))
+    Investigation("night-1", error, traces, ResearchContext(fingerprint=error.fingerprint)),
+    AgentKit(definition=load_definition("base-analyzer"), model="claude-sonnet-4-6",
+             client=AnthropicModelClient("{key}", base_url="{url}", max_retries=0, timeout_s=60),
+             cache=CodeCache(LocalRepoHost(work / "repo")), events=EventLog(work / "events.jsonl"), max_iterations=12,
+             token_budget=60_000, checkpoints=CheckpointStore(work / "checkpoints")))
 print(result.model_dump_json())
 """
 

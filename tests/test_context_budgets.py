@@ -19,7 +19,7 @@ from nightwatch.agent.loop import run_agent
 from nightwatch.agent.offline import OfflineModel
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache
-from nightwatch.investigate import investigate_error
+from nightwatch.investigate import AgentKit, Investigation, investigate_error
 from nightwatch.models import TokenUsage, TriageVerdict
 from nightwatch.research import ResearchContext
 from tests.test_agent_loop import VALID, Scripted, _case, _repo, _use
@@ -67,10 +67,11 @@ def test_no_investigation_starts_once_the_run_budget_is_spent(tmp_path):
     error, runner, _ = _case(tmp_path)
     night = RunBudget(limit=1000, spent=1000)
     with pytest.raises(RunBudgetSpent, match="keeps its triage verdict"):
-        investigate_error(run_id="r1", error=error, traces=runner.traces, research=ResearchContext(fingerprint=error.fingerprint),
-                          verdict=TriageVerdict(fingerprint=error.fingerprint), definition=load_definition("base-analyzer"),
-                          model="claude-sonnet-4-6", client=OfflineModel(), cache=CodeCache(_repo(tmp_path / "b")), events=EventLog(),
-                          max_iterations=12, token_budget=60_000, run_budget=night)
+        investigate_error(Investigation("r1", error, runner.traces, ResearchContext(fingerprint=error.fingerprint),
+                                        TriageVerdict(fingerprint=error.fingerprint)),
+                          AgentKit(definition=load_definition("base-analyzer"), model="claude-sonnet-4-6", client=OfflineModel(),
+                                   cache=CodeCache(_repo(tmp_path / "b")), events=EventLog(), max_iterations=12,
+                                   token_budget=60_000, run_budget=night))
 
 
 def test_the_run_budget_is_one_per_night_and_thread_safe():

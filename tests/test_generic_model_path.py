@@ -17,7 +17,7 @@ from nightwatch.agent.definitions import list_definitions
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.investigate import investigate_error
+from nightwatch.investigate import AgentKit, Investigation, investigate_error
 from nightwatch.models import Analysis, ErrorGroup, StackFrame, TraceData
 from nightwatch.research import ResearchContext
 from nightwatch.runtime import DEMO_APP
@@ -48,9 +48,9 @@ def generic(monkeypatch):
 def test_an_investigation_ends_with_a_validated_analysis(generic, definition):
     fake, client = generic
     result = investigate_error(
-        run_id="r1", error=ERROR, traces=TRACES, research=ResearchContext(fingerprint=ERROR.fingerprint), verdict=None,
-        definition=definition, model="claude-sonnet-4-6", client=client, cache=CodeCache(LocalRepoHost(DEMO_APP)),
-        events=EventLog(), max_iterations=12, token_budget=200_000,
+        Investigation("r1", ERROR, TRACES, ResearchContext(fingerprint=ERROR.fingerprint)),
+        AgentKit(definition=definition, model="claude-sonnet-4-6", client=client, cache=CodeCache(LocalRepoHost(DEMO_APP)),
+                 events=EventLog(), max_iterations=12, token_budget=200_000),
     )
     assert not client.offline and result.failure is None
     assert isinstance(result.analysis, Analysis) and Analysis.model_validate(result.analysis.model_dump()) == result.analysis
