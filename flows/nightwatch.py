@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -18,9 +19,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
-from nightwatch.models import ErrorAnalysisResult, RunReport, StepOutcome
+from nightwatch.models import CorrelatedPR, ErrorAnalysisResult, ErrorGroup, RunReport, StepOutcome, TraceData
 from nightwatch.render.summary import status_line
-from nightwatch.report import run_totals
+from nightwatch.research import ResearchContext
+from nightwatch.selection import Selection
+from nightwatch.settings import Settings
 from tasks import result_storage
 from tasks import steps_fetch as fetch
 from tasks import steps_learn as learn
@@ -44,19 +47,51 @@ def nightwatch_flow(
     overrides: dict[str, Any] | None = None,
 ) -> RunReport:
     settings = resolve_run_settings(settings_block, overrides, max_errors=max_errors, max_issues=max_issues, agent=agent)
-    mode = mode or settings.mode  # NIGHTWATCH_MODE when the caller does not say
-    results_at = result_storage.use_for_night(settings)  # before any task: a retry on any worker finds the finished steps
+    ctx, report = begin(settings, since_hours, dry_run, mode or settings.mode, until, overrides, settings_block)
+    found = gather(ctx, report)  # steps 0-3.5
+    results = analyze(ctx, report, found.errors, found.traces, found.research)  # step 4
+    if results is None:  # the triage batch is still processing: the `collect` deployment resumes this night
+        report.finished_at = datetime.now(timezone.utc)
+        return report
+    publish_night(ctx, report, results, found)  # steps 5-11
+    learn_from_night(ctx, report, found)  # steps 12-13, then the night's records
+    return night_state(report)
+
+
+@dataclass
+class Gathered:
+    """What steps 0-3.5 found: the knowledge index, the selection, and per selected error its traces and research."""
+
+    index: dict
+    selection: Selection
+    traces: list[TraceData]
+    prs: list[CorrelatedPR]
+    research: list[ResearchContext]
+
+    @property
+    def errors(self) -> list[ErrorGroup]:
+        return self.selection.selected
+
+
+def begin(settings: Settings, since_hours: float, dry_run: bool, mode: str, until: datetime | None,
+          overrides: dict[str, Any] | None, settings_block: str | None) -> tuple[RunContext, RunReport]:
+    """The night's context and its report; results and cache go to the shared result storage before any task."""
+    results_at = result_storage.use_for_night(settings)
     run = get_run_context().flow_run
     anchor = until or (run.expected_start_time if run and run.expected_start_time else datetime.now(timezone.utc))
     ctx = new_context(settings, str(run.id if run else "local"), anchor, since_hours=since_hours, mode=mode, dry_run=dry_run,
                       agent=settings.agent, max_errors=settings.max_errors, max_issues=settings.max_issues,
-                      overrides=overrides or {}, settings_block=settings_block,
-                      run_count=run.run_count if run else 1)
+                      overrides=overrides or {}, settings_block=settings_block, run_count=run.run_count if run else 1,
+                      results_at=results_at)
     report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode,
                        dry_run=dry_run, agent=ctx.agent, model=settings.model, reports_dir=str(report_dir(ctx)))
     get_run_logger().info("NightWatch night %s (attempt %s) over %s; results and cache in %s", ctx.run_id, ctx.attempt,
                           ctx.window.key, results_at)
+    return ctx, report
 
+
+def gather(ctx: RunContext, report: RunReport) -> Gathered:
+    """Steps 0-3.5: what the night knows, where it runs, which errors, their traces, merged PRs and research."""
     index = run_step(report, "0", "load_knowledge", fetch.load_knowledge, ctx)
     report.sources = run_step(report, "1", "connect", fetch.connect, ctx)
     rt = runtime(ctx)
@@ -70,37 +105,38 @@ def nightwatch_flow(
     prs = run_step(report, "3.5", "recent_prs", fetch.recent_prs, ctx, critical=False) or []
     research = run_step(report, "3.5", "research",
                         lambda c: [f.result() for f in [fetch.research.submit(c, e, t, index, prs) for e, t in zip(errors, traces)]], ctx)
+    return Gathered(index, selection, traces, prs, research)
 
-    results = analyze(ctx, report, errors, traces, research)
-    if results is None:  # the triage batch is still processing: the `collect` deployment resumes this night
-        report.finished_at = datetime.now(timezone.utc)
-        return report
+
+def publish_night(ctx: RunContext, report: RunReport, results: list[ErrorAnalysisResult], found: Gathered) -> None:
+    """Steps 5-11: the report, Slack, the errors worth an issue, their PRs and fixes, issues, a draft PR, the follow-up."""
     report.results = results
-    report.totals = run_totals(ctx.run_id, report.results)
-    run_step(report, "5", "build_report", lambda c: f"{len(report.results)} results", ctx)
+    report.totals = run_step(report, "5", "build_report", publish.build_report, ctx, results)
     run_step(report, "6", "notify", publish.notify, ctx, report, critical=False)
-
     chosen = run_step(report, "7", "select_for_issues", publish.select_for_issues, ctx, report.results, critical=False) or []
-    chosen = run_step(report, "8", "correlate_prs", publish.correlate_prs, ctx, chosen, prs, critical=False) or chosen
-    by_error = dict(zip((e.fingerprint for e in errors), traces))
+    chosen = run_step(report, "8", "correlate_prs", publish.correlate_prs, ctx, chosen, found.prs, critical=False) or chosen
+    by_error = dict(zip((e.fingerprint for e in found.errors), found.traces))
     chosen = run_step(report, "8.5", "check_fixes", publish.check_fixes, ctx, chosen,
                       [by_error[r.fingerprint] for r in chosen if r.fingerprint in by_error], critical=False) or chosen
     report.issues = run_step(report, "9", "file_issues", publish.file_issues, ctx, chosen, report.demo_data, critical=False) or []
     report.pr = run_step(report, "10", "propose_fix", publish.propose_fix, ctx, chosen, report.issues, critical=False)
     run_step(report, "11", "follow_up", publish.follow_up, ctx, report, critical=False)
 
-    digests = {r.fingerprint: r.file_digests for r in research}
-    run_step(report, "12", "compound", learn.compound, ctx, report, selection, digests, critical=False)
-    found = run_step(report, "13", "detect_patterns", learn.detect_patterns, ctx, report, fetch.ignore_file_of(ctx), critical=False)
-    if found:
-        report.patterns, report.ignore_suggestions = found
-    report.warnings += run_step(report, "-", "spent_again", learn.spent_again, ctx, report, results_at, critical=False) or []
-    run_step(report, "-", "label_cached", lambda c: f"{label_cached_runs(run.id)} task runs answered from the cache", ctx,
+
+def learn_from_night(ctx: RunContext, report: RunReport, found: Gathered) -> None:
+    """Steps 12-13, then what the night spent again, its cached task runs labelled, its row and its artifact."""
+    digests = {r.fingerprint: r.file_digests for r in found.research}
+    run_step(report, "12", "compound", learn.compound, ctx, report, found.selection, digests, critical=False)
+    patterns = run_step(report, "13", "detect_patterns", learn.detect_patterns, ctx, report, fetch.ignore_file_of(ctx), critical=False)
+    if patterns:
+        report.patterns, report.ignore_suggestions = patterns
+    report.warnings += run_step(report, "-", "spent_again", learn.spent_again, ctx, report, ctx.results_at, critical=False) or []
+    flow_run = get_run_context().flow_run
+    run_step(report, "-", "label_cached", lambda c: f"{label_cached_runs(flow_run.id)} task runs answered from the cache", ctx,
              critical=False)
     report.finished_at = datetime.now(timezone.utc)
     run_step(report, "-", "record_run", learn.record_run, ctx, report, critical=False)
     run_step(report, "-", "report_artifact", publish.report_artifact, ctx, report, critical=False)
-    return night_state(report)
 
 
 def night_state(report: RunReport) -> RunReport | State:

@@ -24,6 +24,7 @@ _LOCK = threading.Lock()
 class RunContext(Model):
     run_id: str  # the night: its window and scope, the same for every attempt (retry, rerun, another worker)
     attempt: str = ""  # the flow run doing the work now
+    results_at: str = ""  # where the night's task results and cache live (tasks/result_storage.py)
     anchor: datetime
     window: Window
     mode: Literal["batch", "interactive"]
@@ -51,11 +52,12 @@ def floor_hour(moment: datetime) -> datetime:
 
 def new_context(settings: Settings, flow_run_id: str, anchor: datetime, *, since_hours: float, mode: str, dry_run: bool,
                 agent: str, max_errors: int, max_issues: int, overrides: dict[str, Any], settings_block: str | None,
-                run_count: int = 1) -> RunContext:
+                run_count: int = 1, results_at: str = "") -> RunContext:
     anchor = floor_hour(anchor)
     ctx = RunContext(
         run_id=night_id(anchor, since_hours, scope_of(settings, settings_block)),
         attempt=attempt_name(flow_run_id, run_count),
+        results_at=results_at,
         anchor=anchor,
         window=Window.ending_at(anchor, timedelta(hours=since_hours)),
         mode=mode,  # type: ignore[arg-type]

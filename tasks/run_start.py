@@ -42,6 +42,8 @@ def describe(value: Any) -> str:
         return _describe_list(value)
     if hasattr(value, "selected") and hasattr(value, "found"):
         return f"{len(value.found)} found, {len(value.ignored)} ignored, {len(value.selected)} selected"
+    if hasattr(value, "model_calls") and hasattr(value, "iterations"):  # the night's totals (step 5)
+        return f"{value.model_calls} model calls, {value.iterations} iterations, {value.tokens.total:,} tokens, ${value.cost_usd:.4f}"
     if hasattr(value, "action"):
         return f"{value.action}{': ' + value.reason if getattr(value, 'reason', '') else ''}"
     return "done"

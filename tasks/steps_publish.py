@@ -8,10 +8,19 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
 from nightwatch.fix_gate import check_fix, crash_site
-from nightwatch.models import CorrelatedPR, CreatedIssueResult, CreatedPRResult, ErrorAnalysisResult, RunReport, TraceData
+from nightwatch.models import (
+    CorrelatedPR,
+    CreatedIssueResult,
+    CreatedPRResult,
+    ErrorAnalysisResult,
+    RunReport,
+    RunTotals,
+    TraceData,
+)
 from nightwatch.publishers.issues import file_issues as file_issues_core
 from nightwatch.publishers.pull_requests import propose_fix as propose_fix_core
 from nightwatch.render.markdown import report_markdown
+from nightwatch.report import run_totals
 from nightwatch.research import correlate
 from nightwatch.selection import select_for_issues as select_for_issues_core
 from tasks._prefect import nightwatch_task, raised
@@ -27,6 +36,12 @@ def unless_permanent(_task, _run, state) -> bool:
 def artifact_key(ctx: RunContext, what: str) -> str:
     """One key per night and kind (lowercase letters, numbers, dashes): each attempt adds a version of the same artifact."""
     return re.sub(r"[^a-z0-9-]+", "-", f"nightwatch-{what}-{ctx.run_id}".lower()).strip("-")[:200]
+
+
+@nightwatch_task(name="build_report", step="5")
+def build_report(ctx: RunContext, results: list[ErrorAnalysisResult]) -> RunTotals:
+    """Step 5: what this attempt of the night spent on its results (answers from the cache count nothing)."""
+    return run_totals(ctx.run_id, results)
 
 
 @nightwatch_task(name="notify", step="6", retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=unless_permanent)
