@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test ui deploy screenshots benchmark lint clean
+.PHONY: setup run test test-fast ui deploy screenshots benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -27,6 +27,9 @@ run: setup ## run one night on the embedded defaults (demo data, offline model) 
 
 test: setup ## run the test suite
 	bash scripts/run-tests.sh
+
+test-fast: setup ## the tests that start no flow and no process (a minute), while working on the core
+	bash scripts/run-tests.sh -m "not flow and not slow"
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
 	bash scripts/serve-ui.sh $(UI_PORT)

@@ -85,6 +85,7 @@ def _run(script: Path) -> ErrorAnalysisResult:
     return ErrorAnalysisResult.model_validate_json(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_killed_investigation_resumes_at_the_same_iteration(tmp_path):
     with StallingFake(stall_at=None) as fake:
         baseline = _run(_driver(tmp_path, tmp_path / "baseline", fake))

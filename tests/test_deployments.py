@@ -12,6 +12,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_prefect_yaml_entrypoints_load_in_a_fresh_interpreter():
     config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     names = {d["name"] for d in config["deployments"]}
@@ -39,6 +40,7 @@ def test_served_deployments_use_module_entrypoints():
     assert manual.parameters["mode"] == "interactive"
 
 
+@pytest.mark.slow
 def test_the_pull_step_runs_from_the_checkout_or_fails_naming_the_variable(tmp_path, monkeypatch, prefect_harness):
     import asyncio
 
@@ -85,6 +87,7 @@ def test_prefect_yaml_and_the_served_deployments_agree():
     assert not declared["manual"].get("schedules") and not declared["collect"].get("schedules")
 
 
+@pytest.mark.slow
 def test_no_core_module_loads_prefect():
     """nightwatch/ and knowledge_store/ are the core: importing every module of theirs never imports Prefect."""
     code = (

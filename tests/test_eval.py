@@ -53,6 +53,7 @@ def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> 
     assert regressions(now, {"a": {"crash": False}}) == []
 
 
+@pytest.mark.slow
 def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
     proc = subprocess.run(

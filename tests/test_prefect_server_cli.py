@@ -18,6 +18,8 @@ import pytest
 
 from tests.prefect_processes import ROOT, deploy, free_port, prefect, prefect_server, run_deployment, wait_terminal, worker
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
