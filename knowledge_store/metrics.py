@@ -221,6 +221,11 @@ def _parse_time(value: object) -> datetime | None:
     return utc(datetime.fromisoformat(str(value))) if value else None
 
 
+def analyses_part(attempt: str) -> str:
+    """The `analyses` part of one attempt of a night (each attempt adds its own)."""
+    return f"analyses-{attempt}" if attempt else "analyses"
+
+
 class MetricsStore:
     """Writes the metrics tables as Parquet under `<home>/metrics`; every write is atomic and idempotent."""
 
@@ -273,12 +278,13 @@ class MetricsStore:
         `source = cache`) instead of replacing what an earlier attempt paid for."""
         moment = utc(analysed_at) or datetime.now(timezone.utc)
         rows = [analysis_row(run_id, r, moment) for r in results]
-        return self._write_run_part("analyses", run_id, run_date, f"analyses-{attempt}" if attempt else "analyses", rows)
+        return self._write_run_part("analyses", run_id, run_date, analyses_part(attempt), rows)
 
     def finished_by_other_attempts(self, run_id: str, run_date: RunDate, attempt: str) -> set[str]:
         """Fingerprints another attempt of the night analysed to the end (its `analyses` part, no failure)."""
         folder = self.run_folder("analyses", run_id, run_date)
-        parts = [p for p in sorted(folder.glob("analyses*.parquet")) if p.name != f"analyses-{attempt}.parquet"] if folder.is_dir() else []
+        mine = f"{safe_name(analyses_part(attempt))}.parquet"  # the file write_analyses names for this attempt
+        parts = [p for p in sorted(folder.glob("analyses*.parquet")) if p.name != mine] if folder.is_dir() else []
         rows = [row for path in parts for row in pq.read_table(path, columns=["fingerprint", "failure"]).to_pylist()]
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 

@@ -24,13 +24,13 @@ def spent_again(results: list[ErrorAnalysisResult], run_id: str, ledger: list[di
     error. A call is paid again when an earlier attempt's ledger holds the same (error, phase, iteration); a
     resumed investigation continues at later iterations and is not counted. `finished_before` holds the
     fingerprints an earlier attempt analysed to the end: paying for those again means its result was not found."""
-    mine = {(c.call_id, c.started_at.timestamp()) for r in results for c in r.model_calls if c.run_id == run_id}
+    mine = [c for r in results for c in r.model_calls if c.run_id == run_id]  # this attempt's calls
+    known = {(c.call_id, c.started_at.timestamp()) for c in mine}  # a call is its id and its start
     earlier = {(row["fingerprint"], row["phase"], row["iteration"]) for row in ledger
-               if (row["call_id"], row["started_at"].timestamp()) not in mine}  # a call is its id and its start
+               if (row["call_id"], row["started_at"].timestamp()) not in known}
     lines = []
     for result in results:
-        again = [c for c in result.model_calls
-                 if (c.call_id, c.started_at.timestamp()) in mine and (c.fingerprint, c.phase, c.iteration) in earlier]
+        again = [c for c in result.model_calls if c.run_id == run_id and (c.fingerprint, c.phase, c.iteration) in earlier]
         if not again:
             continue
         cost = sum(c.cost_usd for c in again)
