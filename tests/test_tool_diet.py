@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nightwatch.agent import search_view
 from nightwatch.agent.file_view import WHOLE_FILE_LINES, file_view, numbered_lines
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SEARCH_SHOWN, CodeCache, ToolRunner, render_traces
@@ -71,11 +72,38 @@ def test_framework_frames_are_counted_and_every_app_frame_kept() -> None:
     assert text.count("gems/") == 2
 
 
-def test_a_broad_search_says_what_it_left_out(tmp_path: Path) -> None:
-    files = {f"app/models/m{i}.rb": "def title\nend\n" for i in range(SEARCH_SHOWN + 5)}
-    shown = runner(tmp_path, files).run("search_code", {"query": "def title"}, 1).text
-    assert len(shown.splitlines()) == SEARCH_SHOWN + 1
-    assert shown.splitlines()[-1].startswith(f"… more than {SEARCH_SHOWN} matches")
+def test_a_broad_search_groups_by_file_and_counts_exactly_what_it_left_out(tmp_path: Path) -> None:
+    files = {f"app/models/m{i:02}.rb": "def title\nend\n" + ("x = title\n" if i < 3 else "") for i in range(SEARCH_SHOWN + 5)}
+    shown = runner(tmp_path, files).run("search_code", {"query": "title"}, 1).text.splitlines()
+    assert shown[0] == f"{SEARCH_SHOWN + 8} matching lines in {SEARCH_SHOWN + 5} files (the first {SEARCH_SHOWN} below):"
+    assert shown[1:4] == ["app/models/m00.rb", "  1: def title", "  3: x = title"]  # the path once, its lines under it
+    assert shown[-1].startswith("… 8 more matching lines not shown, in 8 files: app/models/m")
+    assert "and" not in shown[-1].split(":")[1] and shown[-1].endswith("Narrow with path_glob or a longer query.")
+    assert sum(1 for line in shown if line.startswith("  ")) == SEARCH_SHOWN
+
+
+def test_a_search_past_the_scan_limit_says_at_least(tmp_path: Path) -> None:
+    files = {f"lib/f{i}.rb": "title\n" * 30 for i in range(8)}  # 240 matching lines
+    shown = runner(tmp_path, files).run("search_code", {"query": "title"}, 1).text.splitlines()
+    assert shown[0].startswith(f"at least {search_view.SCANNED} matching lines")
+    assert shown[-1].startswith(f"… at least {search_view.SCANNED - SEARCH_SHOWN} more matching lines")
+
+
+def test_a_narrow_search_shows_each_hit_with_a_line_either_side(tmp_path: Path) -> None:
+    files = {"app/models/story.rb": "class Story\n  def title=(t)\n    self[:title] = t.strip\n  end\nend\n",
+             "app/b.rb": "strip\n"}
+    shown = runner(tmp_path, files).run("search_code", {"query": "strip"}, 1).text
+    assert shown == ("2 matching lines in 2 files:\napp/b.rb\n  1: strip\napp/models/story.rb\n"
+                     "  2  def title=(t)\n  3: self[:title] = t.strip\n  4  end")
+
+
+def test_the_naive_agent_keeps_the_plain_search_format(tmp_path: Path) -> None:
+    files = {f"app/models/m{i:02}.rb": "def title\nend\n" for i in range(SEARCH_SHOWN + 5)}
+    tools = runner(tmp_path, files)
+    tools.lean = False
+    shown = tools.run("search_code", {"query": "def title"}, 1).text.splitlines()
+    assert shown[0] == "app/models/m00.rb:1: def title" and len(shown) == SEARCH_SHOWN + 1
+    assert shown[-1].startswith(f"… more than {SEARCH_SHOWN} matches")
 
 
 def test_a_repeated_read_is_answered_by_reference_only_while_the_context_is_intact(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from nightwatch.agent.origin_rules import Origin
+from nightwatch.agent.search_view import parse_hits
 from nightwatch.models import Analysis, CodeLocation, FileChange
 
 TRANSIENT = re.compile(r"Timeout|TimedOut|ReadTimeout|OpenTimeout|ECONNRESET|ECONNREFUSED|ConnectionError|"
@@ -123,7 +124,7 @@ def _diagnose_crash(
         steps = ["Read the callers of this code path with the failing input in mind."]
         saw_line = False
     if search_hits:
-        steps.append("Other places to check:\n" + "\n".join(search_hits.splitlines()[:5]))
+        steps.append("Other places to check:\n" + "\n".join(f"{p}:{n}: {t}" for p, n, t in parse_hits(search_hits)[:5]))
     reasoning = (
         f"The top application frame is {where}" + (f" in `{method}`" if method else "") + ". "
         + (f"That line reads `{code}`. " if code else "The defective line could not be read. ")

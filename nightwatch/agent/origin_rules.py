@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from nightwatch.agent.search_view import parse_hits
+
 _NIL_CALL = re.compile(r"undefined method [`'‘]([^'’`]+)['’`] for (?:nil|an instance of NilClass)|'NoneType' object has no attribute '([^']+)'")
 _RECEIVER = r"[@$]{0,2}[A-Za-z_]\w*(?:\.[A-Za-z_]\w*[?!]?)*"
 _CALLBACK = re.compile(r"^\s*(?:prepend_|append_)?(?P<kind>before|after|around)_(?:action|filter)\s+(?P<names>(?::[\w?!]+(?![\w?!]|\s*=>)\s*,\s*)*:[\w?!]+(?![\w?!]|\s*=>))(?P<opts>.*)$", re.S)
@@ -138,7 +140,7 @@ def _callback_not_run(receiver: str, action: str, source: dict[int, str], path: 
 
 
 def _instance_variable_origin(receiver: str, path: str, source: dict[int, str], action: str, hits: str) -> Origin | None:
-    assignments = [(p, n, t) for p, n, t in _hits(hits) if re.search(rf"{re.escape(receiver)}\s*\|?\|?=(?!=)", t)]
+    assignments = [(p, n, t) for p, n, t in parse_hits(hits) if re.search(rf"{re.escape(receiver)}\s*\|?\|?=(?!=)", t)]
     for hit_path, number, _text in assignments:
         if hit_path != path:
             continue
@@ -162,15 +164,6 @@ def _local_origin(receiver: str, path: str, line: int, source: dict[int, str]) -
         if re.match(rf"^\s*{re.escape(name)}\s*\|?\|?=(?!=)", text):
             return Origin(path, number, f"`{name}` is assigned here and can be nil") if _NILABLE.search(text) else None
     return None
-
-
-def _hits(text: str) -> list[tuple[str, int, str]]:
-    out = []
-    for raw in text.splitlines():
-        match = re.match(r"^(?P<path>[^:\s]+):(?P<line>\d+): ?(?P<text>.*)$", raw)
-        if match:
-            out.append((match["path"], int(match["line"]), match["text"]))
-    return out
 
 
 def _enclosing_def(source: dict[int, str], line: int) -> str | None:

@@ -16,7 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nightwatch.agent.file_view import file_view
+from nightwatch.agent import search_view
+from nightwatch.agent.file_view import file_view, numbered_lines
 from nightwatch.agent.recall import EventLog, recall
 from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
@@ -25,7 +26,7 @@ from nightwatch.redact import fence, redact
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
-SEARCH_SHOWN = 20
+SEARCH_SHOWN = search_view.SHOWN
 MAX_RESULT_CHARS = 24_000
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -45,8 +46,9 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "search_code": {
         "name": "search_code",
-        "description": "Search the repository for a string (case-insensitive). Returns matching lines as "
-        "path:line: text. Use it to find a method's definition and its callers.",
+        "description": "Search the repository for a string (case-insensitive). Returns the matching lines under "
+        "their file as `line: text` (with a line of context when there are few) and counts what it left out. Use it "
+        "to find a method's definition and its callers.",
         "input_schema": {
             "type": "object",
             "properties": {
@@ -200,14 +202,26 @@ class ToolRunner:
         return next((f.line for f in self.traces.stack_frames if f.in_app and f.file == path and f.line), None)
 
     def _search_code(self, query: str, path_glob: str | None = None) -> ToolOutcome:
-        hits, cached = self.cache.get(("search", query, path_glob),
-                                      lambda: self.cache.host.search_code(query, path_glob=path_glob, limit=SEARCH_SHOWN + 1))
+        limit = search_view.SCANNED if self.lean else SEARCH_SHOWN + 1
+        hits, cached = self.cache.get(("search", query, path_glob, limit),
+                                      lambda: self.cache.host.search_code(query, path_glob=path_glob, limit=limit))
+        if self.lean:
+            return ToolOutcome(search_view.search_view(query, hits, self._numbered_lines), cached=cached)
         if not hits:
             return ToolOutcome(f"No matches for {query!r}.", cached=cached)
         lines = [f"{h.path}:{h.line}: {h.text.strip()}" for h in hits[:SEARCH_SHOWN]]
         if len(hits) > SEARCH_SHOWN:
             lines.append(f"… more than {SEARCH_SHOWN} matches; narrow the search with path_glob or a longer query")
         return ToolOutcome("\n".join(lines), cached=cached)
+
+    def _numbered_lines(self, path: str) -> dict[int, str]:
+        """A file's lines by number, through the code cache (for a few search hits' context); {} if unreadable."""
+        try:
+            text, _ = self.cache.get(("read", path, None, None),
+                                     lambda: self.cache.host.read_file(path, start_line=None, end_line=None, numbered=True))
+        except CodeHostError:
+            return {}
+        return dict(numbered_lines(text))
 
     def _list_directory(self, path: str = "") -> ToolOutcome:
         entries, cached = self.cache.get(("list", path), lambda: self.cache.host.list_directory(path))
