@@ -1,10 +1,11 @@
 """The long corpus of the token-efficiency benchmark: scripted investigations on real-size code.
 
 One script per real-application eval case (evals/lobsters-*): the case's own checkout (files up to
-~1,000 lines), its production trace (40-100 frames, most of them gems), and 20-36 tool calls two at a
+~1,000 lines), its production trace (40-100 frames, most of them gems), and 20-40 tool calls two at a
 time: the trace, the crash file whole, a range around the origin of the fix (its lines hold the
-"needle" the answer quotes), every other file of the case whole, broad and narrow searches, the crash
-file read a second time, and ranges around the crash. The scripted model of investigation_corpus.py
+"needle" the answer quotes), every other file of the case whole, broad and narrow searches (the file
+names, the words of the crash line, the methods around it), the crash file read a second time, ranges
+around the crash and the trace's other application frames, and the origin file whole. The scripted model of investigation_corpus.py
 follows the script whatever it is shown, and at the answer turn quotes the needle if it can see it.
 """
 
@@ -18,18 +19,20 @@ from pathlib import Path
 from benchmarks.investigation_corpus import Call, Script
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.evaluation import EvalCase, load_cases, prepare_repository
-from nightwatch.models import Window
+from nightwatch.models import TraceData, Window
 from nightwatch.prompts import investigation_message
 from nightwatch.research import research_error
 from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.trace_paths import PathMap, locate_frames
 
 EVALS = Path(__file__).resolve().parents[1] / "evals"
-MAX_CALLS = 36
+MIN_CALLS, MAX_CALLS = 20, 40
+NIGHT = "lobsters"  # one night of the application's errors: they share the night's prompt cache, each its own checkout
 
 
 def long_corpus(scratch: Path) -> list[tuple[Script, LocalRepoHost]]:
-    """(script, its checkout) for every real-application case; each script is its own night."""
+    """(script, its checkout) for every real-application case, all of one night (as the short corpus's nights hold
+    several errors): the tools and system prompt are one shared prefix, and each case reads its own checkout."""
     out = []
     for case in (c for c in load_cases(EVALS) if not c.source.demo):
         host = LocalRepoHost(prepare_repository(case, scratch / case.id))
@@ -49,9 +52,9 @@ def _script(case: EvalCase, host: LocalRepoHost) -> Script:
     crash_text = host.read_file(case.crash.file).splitlines()[(case.crash.line or 1) - 1]
     bug = {"error_class": case.error.error_class, "file": case.crash.file, "line": case.crash.line, "fix": None,
            "root_cause": case.notes or case.title}
-    turns = _turns(case, host, needle_range, crash_text)
+    turns = _turns(case, host, needle_range, crash_text, traces)
     query = f"{case.origin.file} {' '.join(needle.split('| ', 1)[1].split()[:2])}"
-    return Script(case.id, error, traces, research, turns, needle, query, bug, crash_text, night=case.id)
+    return Script(case.id, error, traces, research, turns, needle, query, bug, crash_text, night=NIGHT)
 
 
 def _needle(host: LocalRepoHost, path: str, origin: tuple[int, int], first: str) -> tuple[str, tuple[int, int]]:
@@ -69,7 +72,8 @@ def _needle(host: LocalRepoHost, path: str, origin: tuple[int, int], first: str)
     return host.read_file(path, start_line=origin[0], end_line=origin[0], numbered=True).splitlines()[0], lines
 
 
-def _turns(case: EvalCase, host: LocalRepoHost, needle_range: tuple[int, int], crash_text: str) -> list[list[Call]]:
+def _turns(case: EvalCase, host: LocalRepoHost, needle_range: tuple[int, int], crash_text: str, traces: TraceData
+           ) -> list[list[Call]]:
     crash = case.crash.line or 1
     others = sorted(p for p in host.tracked_files() if p != case.crash.file and not p.endswith("LICENSE"))
     words = sorted({w for w in re.findall(r"[A-Za-z_]\w{3,}", crash_text)}, key=len, reverse=True)
@@ -83,7 +87,20 @@ def _turns(case: EvalCase, host: LocalRepoHost, needle_range: tuple[int, int], c
              ("read_file", {"path": case.crash.file, "start_line": max(1, crash - 30), "end_line": crash + 30}),
              ("list_directory", {"path": "app/models"}), ("list_directory", {"path": "app/controllers"}),
              ("search_code", {"query": "find_by"}), ("search_code", {"query": "rescue"})]
+    frames = list(dict.fromkeys((f.file, f.line) for f in traces.stack_frames if f.in_app and f.located and f.line))
+    pool += [("read_file", {"path": path, "start_line": max(1, line - 20), "end_line": line + 20}) for path, line in frames[1:6]]
+    pool += [("search_code", {"query": name}) for name in _methods_near(host, case.crash.file, crash)]
+    pool += [("read_file", {"path": case.origin.file}), ("list_directory", {"path": "app"}),
+             ("list_directory", {"path": "config"}), ("search_code", {"query": "nil"})]
     rest = pool[: MAX_CALLS - 3]
+    assert len(rest) + 3 >= MIN_CALLS, f"{case.id}: only {len(rest) + 3} tool calls"
     grouped = [rest[i : i + 2] for i in range(0, len(rest), 2)]
     origin = ("read_file", {"path": case.origin.file, "start_line": needle_range[0], "end_line": needle_range[1]})
     return [[("get_error_traces", {})], [("read_file", {"path": case.crash.file}), origin]] + grouped
+
+
+def _methods_near(host: LocalRepoHost, path: str, line: int, count: int = 4) -> list[str]:
+    """The names of the methods defined closest to `line` in `path`: what an investigator searches for callers of."""
+    defs = [(abs(n - line), m.group(1)) for n, text in enumerate(host.read_file(path).splitlines(), 1)
+            if (m := re.match(r"\s*def\s+(?:self\.)?([A-Za-z_]\w*[?!=]?)", text))]
+    return list(dict.fromkeys(name for _, name in sorted(defs)))[:count]

@@ -184,12 +184,13 @@ def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script
     definition = load_definition("base-analyzer")
     tools = definition.tools if policy.context_editing else [t for t in definition.tools if t != RECALL]
     caches: dict[str, PromptCache] = {}  # one prompt cache (and one code cache) per night
-    codes: dict[str, CodeCache] = {}
+    codes: dict[tuple[str, int], CodeCache] = {}  # a night's code cache per checkout
     tally = Tally()
     for n, script in enumerate(scripts):
         brain = ScriptedModel(script)
         api = BenchmarkAPI(brain, caches.setdefault(script.night, PromptCache(clock=clock)), transform, clock)
-        code = codes.setdefault(script.night, CodeCache(host(script) if callable(host) else host))
+        checkout = host(script) if callable(host) else host
+        code = codes.setdefault((script.night, id(checkout)), CodeCache(checkout))
         runner = ToolRunner(cache=code, traces=script.traces, events=EventLog(), run_id=f"bench-{name}",
                             fingerprint=script.error.fingerprint, allowed=tools, lean=policy.lean_tool_results)
         config = LoopConfig(model=MODEL, system_prompt=definition.system_prompt, tools=tools, max_iterations=24,
@@ -202,6 +203,27 @@ def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script
         tally.add(outcome, brain.needle, api.sent)
         clock.gap(gap_s)
     return tally
+
+
+LAYERS = {"tool results on a diet": "lean_tool_results", "prompt-cache breakpoints": "prompt_caching",
+          "context editing": "context_editing", "compaction": "compaction", "watcher": "watcher"}
+
+
+def layer_savings(scripts: list[Script], host: Any, scratch: Path, nightwatch: Tally) -> dict[str, float]:
+    """What each layer saves, in $ per investigation: NightWatch with that one layer off, minus NightWatch."""
+    base = STRATEGIES["nightwatch"][0]
+    out = {}
+    for label, switch in LAYERS.items():
+        without = run("nightwatch", scripts, host, scratch / f"without-{switch}", base.with_(**{switch: False}))
+        out[label] = (without.cost_usd - nightwatch.cost_usd) / nightwatch.scripts
+    return out
+
+
+def saving_lines(savings: dict[str, float], nightwatch: Tally) -> list[str]:
+    per_error = nightwatch.cost_usd / nightwatch.scripts
+    lines = [f"what each layer saves ($ per investigation; NightWatch with that layer off, minus NightWatch at ${per_error:.4f}):"]
+    lines += [f"  {label:<26} {'+' if saved >= 0 else '-'}${abs(saved):.4f}  ({saved / per_error:+.0%})" for label, saved in savings.items()]
+    return lines
 
 
 def ttl_lines(scripts: list[Script], host: Any, scratch: Path) -> list[str]:
@@ -256,7 +278,8 @@ def table(tallies: dict[str, Tally], tight: Tally | None, scripts: list[Script],
     lines.append(row.format("floor", "", f"{data['floor']['cost_weighted_tokens']:,}", "", f"${floor / careful.scripts:.4f}",
                             "", "", "", ""))
     lines.append(f"  floor $ (each new input token of the naive loop billed once, plus NightWatch's output) = "
-                 f"{floor / careful.cost_usd:.2f} of naive+cache $: the least any loop that reads what it reads can cost")
+                 f"{floor / careful.cost_usd:.2f} of naive+cache $: the least the naive loop's reads can cost; only a loop "
+                 "that is shown less (tool results on a diet) goes below it")
     nw, policy = tallies["nightwatch"], STRATEGIES["nightwatch"][0]
     shown = [("nightwatch", nw)] + ([("nightwatch-tight", tight)] if tight else [])
     lines += ["", "layers that acted:"] + [
@@ -292,8 +315,11 @@ def main(argv: list[str] | None = None) -> int:
             short = Path(scratch) / "short"  # checkpoints of one corpus must never resume the other's scripts
             tallies = {name: run(name, scripts, host, short) for name in STRATEGIES}
             results["short"] = figures(tallies)
+            savings = layer_savings(scripts, host, short, tallies["nightwatch"])
+            results["short"]["layer_savings_usd"] = {k: round(v, 6) for k, v in savings.items()}
             if not args.json:
                 print(table(tallies, run("nightwatch-tight", scripts, host, short), scripts))
+                print("\n".join(saving_lines(savings, tallies["nightwatch"])))
                 print("\n".join(ttl_lines(scripts, host, short)) + "\n")
         if args.corpus in ("long", "both"):
             pairs = long_corpus(Path(scratch) / "checkouts")
@@ -301,8 +327,11 @@ def main(argv: list[str] | None = None) -> int:
             scripts = [script for script, _ in pairs]
             tallies = {name: run(name, scripts, lambda s: hosts[s.name], Path(scratch) / "long") for name in STRATEGIES}
             results["long"] = figures(tallies)
+            savings = layer_savings(scripts, lambda s: hosts[s.name], Path(scratch) / "long", tallies["nightwatch"])
+            results["long"]["layer_savings_usd"] = {k: round(v, 6) for k, v in savings.items()}
             if not args.json:
                 print(table(tallies, None, scripts, "long", limits=(0.50, 1.5)))
+                print("\n".join(saving_lines(savings, tallies["nightwatch"])))
                 print("\n".join(ttl_lines(scripts, lambda s: hosts[s.name], Path(scratch) / "long")))
     if args.json:
         print(json.dumps(results, indent=2))

@@ -6,6 +6,8 @@ cache breakpoint, so retries and later turns re-read it from the prompt cache.
 
 from __future__ import annotations
 
+import re
+
 from nightwatch.models import ErrorGroup, PriorAnalysis, TraceData
 from nightwatch.redact import fence
 from nightwatch.research import ResearchContext
@@ -58,6 +60,15 @@ def priors_section(priors: list[PriorAnalysis]) -> str:
         out.append(f"### Prior analysis #{i} (match {p.match_score:.0%}; confidence {p.fix_confidence}; "
                    f"had fix: {'yes' if p.has_fix else 'no'})\n" + fence("prior analysis", known))
     return "\n".join(out)
+
+
+_PREVIEW = re.compile(r"^### Preview of (?P<path>[^\n]+)\n```\n(?P<body>.*?)\n```$", re.M | re.S)
+
+
+def previews_in(first_message: list[dict]) -> dict[str, str]:
+    """The file previews a first message shows (research_section's format), by path: what the model has already seen."""
+    text = "\n".join(b.get("text", "") for b in first_message if b.get("type") == "text")
+    return {m["path"]: m["body"] for m in _PREVIEW.finditer(text)}
 
 
 def research_section(ctx: ResearchContext, cross_error: list[str] | None = None) -> str:

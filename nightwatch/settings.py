@@ -113,15 +113,19 @@ class Settings(BaseSettings):
     lean_tool_results: bool = Field(default=True, description="read_file of a long file without a range answers a window "
                                                               "around the trace's line and an outline of the rest.")
     context_editing: bool = Field(default=True, description="Server-side clear_tool_uses / clear_thinking edits.")
-    clear_tool_uses_trigger: int = Field(default=40_000, ge=1)
+    clear_tool_uses_trigger: int | None = Field(default=None, ge=1, description="Tokens from which old tool results may be "
+                                                "cleared; default: 20% of the model's context window.")
     clear_tool_uses_keep: int = Field(default=4, ge=0)
-    clear_tool_uses_at_least: int = Field(default=10_000, ge=0)
+    clear_tool_uses_at_least: int | None = Field(default=None, ge=0, description="Least tokens a clearing removes; default: "
+                                                 "the break-even of each request (agent/break_even.py).")
     clear_thinking_keep: str = Field(default="all", pattern=r"^(all|\d+)$", description="Thinking turns kept: 'all' or a number.")
     compaction: bool = Field(default=True, description="Server-side compaction where the model has it, else NightWatch's summariser.")
-    compaction_trigger: int = Field(default=50_000, ge=50_000)
+    compaction_trigger: int | None = Field(default=None, ge=50_000, description="Tokens from which the history may be "
+                                           "compacted (when it pays); default: 25% of the window, at least 50,000.")
     summary_model: str | None = Field(default=None, description="Model of NightWatch's own summaries; default: the investigation's.")
     context_watcher: bool = True
-    context_budget_tokens: int = Field(default=80_000, ge=4_000, description="Working context of an investigation.")
+    context_budget_tokens: int | None = Field(default=None, ge=4_000, description="Working context of an investigation; "
+                                              "default: 40% of the model's context window.")
     context_reserve_ratio: float = Field(default=0.15, ge=0.0, lt=1.0, description="Headroom the watcher keeps free.")
     checkpoints: bool = True
     cross_error_context: bool = True

@@ -49,7 +49,7 @@ def _setup(tmp_path: Path, reads: int):
 def test_server_compaction_pauses_checkpoints_and_replaces_the_history(tmp_path):
     runner, first, script = _setup(tmp_path, FILES)
     store = CheckpointStore(tmp_path / "checkpoints")
-    policy = ContextPolicy(context_editing=False, watcher=False)
+    policy = ContextPolicy(context_editing=False, watcher=False, when_it_pays=False)
     with FakeAnthropic() as fake:
         fake.script(*script)
         client = AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0)
@@ -69,7 +69,7 @@ def test_server_compaction_pauses_checkpoints_and_replaces_the_history(tmp_path)
 
 def test_own_summary_catches_up_after_a_failed_one(tmp_path):
     runner, first, script = _setup(tmp_path, 5)
-    policy = ContextPolicy(context_editing=False, watcher=False, compaction_trigger=20_000, summary_keep_messages=2)
+    policy = ContextPolicy(context_editing=False, watcher=False, compaction_trigger=20_000, summary_keep_messages=2, when_it_pays=False)
     with FakeAnthropic() as fake:
         fake.summary_faults = 1
         fake.script(*script)

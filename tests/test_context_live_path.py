@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nightwatch.agent.break_even import least_clearing
 from nightwatch.agent.caching import hit_rate
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.definitions import load_definition
@@ -26,16 +27,27 @@ def _run(tmp_path, **config):
         return outcome, fake.message_bodies(), fake.betas()
 
 
-def test_default_layers_send_the_documented_betas_and_edit_shapes(tmp_path):
-    outcome, bodies, betas = _run(tmp_path)
+def test_layers_at_their_thresholds_send_the_documented_betas_and_edit_shapes(tmp_path):
+    outcome, bodies, betas = _run(tmp_path, policy=ContextPolicy(when_it_pays=False))
     assert outcome.failure is None
     assert all(b == ["context-management-2025-06-27", "compact-2026-01-12"] for b in betas)
     clear, compact = bodies[0]["context_management"]["edits"]
     assert clear == {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 40_000},
-                     "keep": {"type": "tool_uses", "value": 4}, "clear_at_least": {"type": "input_tokens", "value": 10_000},
+                     "keep": {"type": "tool_uses", "value": 4}, "clear_at_least": {"type": "input_tokens", "value": 0},
                      "exclude_tools": ["recall_context"]}
     assert compact["type"] == "compact_20260112" and compact["trigger"] == {"type": "input_tokens", "value": 50_000}
     assert compact["pause_after_compaction"] is True and compact["instructions"].startswith(INSTRUCTIONS_START)
+
+
+def test_by_default_a_clearing_must_pay_and_a_compaction_is_offered_only_when_it_would(tmp_path):
+    _, bodies, betas = _run(tmp_path)
+    # a summary of a 50K history pays from four calls to come on (47,952 x 0.1 x 4 > 5,000 + 2,048 x 6.25)
+    assert betas == [["context-management-2025-06-27"]] * 3 + [["context-management-2025-06-27", "compact-2026-01-12"]]
+    (clear,) = bodies[0]["context_management"]["edits"]
+    assert clear["trigger"] == {"type": "input_tokens", "value": 40_000}  # 20% of a 200K window
+    # one call to come: a clearing pays only if it removes more than 1.15 / (0.1 x 2 + 1.15) of the 40K prompt
+    assert clear["clear_at_least"] == {"type": "input_tokens", "value": least_clearing(40_000, 1)} == \
+        {"type": "input_tokens", "value": 34_075}
 
 
 def test_thinking_puts_clear_thinking_first(tmp_path):

@@ -57,9 +57,10 @@ class Recording:
 def _sent_requests(tmp_path: Path) -> list[dict[str, Any]]:
     error, base_runner, _ = _case(tmp_path)
     requests = [triage_params(error, base_runner.traces, [], "claude-haiku-4-5")]
-    own_summaries = ContextPolicy(compaction_trigger=1, summary_keep_messages=2)
+    own_summaries = ContextPolicy(compaction_trigger=1, summary_keep_messages=2, when_it_pays=False)
+    at_thresholds = ContextPolicy(when_it_pays=False)  # every edit offered from the first request, paying or not
     for definition in list_definitions():
-        for model, iterations, policy in (("claude-sonnet-4-6", 12, None), ("claude-sonnet-4-6", 1, None),
+        for model, iterations, policy in (("claude-sonnet-4-6", 12, None), ("claude-sonnet-4-6", 1, at_thresholds),
                                           ("claude-haiku-4-5", 12, own_summaries)):
             runner = ToolRunner(cache=CodeCache(_repo(tmp_path / f"{definition.name}-{model}-{iterations}")), traces=base_runner.traces,
                                 events=EventLog(), run_id="r1", fingerprint=error.fingerprint, allowed=definition.tools)

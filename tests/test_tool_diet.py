@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from nightwatch.agent import search_view
@@ -43,8 +44,10 @@ def test_a_long_file_answers_the_traces_window_and_an_outline(tmp_path: Path) ->
     assert "    2|   belongs_to :user" in shown and "    4|     dependent: :destroy" in shown  # a declaration and its continuation
     assert "  297|   def method_58(x)" in shown and "value = x * 58" not in shown  # outline: signatures, not bodies
     whole = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 1, "end_line": 400}, 2).text
-    assert len(numbered_lines(whole)) == 307  # any range asked for is shown as asked
-    assert len(shown) < len(whole) * 0.6
+    referenced = [range(int(a), int(b) + 1) for a, b in re.findall(r"\[lines (\d+)-(\d+) unchanged", whole)]
+    assert referenced == [range(1, 6), range(170, 231)]  # the outline's head and the window, shown at iteration 1
+    assert sorted([n for n, _ in numbered_lines(whole)] + [n for r in referenced for n in r]) == list(range(1, 308))
+    assert len(shown) < len(tools.cache.host.read_file("app/models/story.rb", numbered=True)) * 0.6
 
 
 def test_without_a_frame_the_head_and_short_files_whole(tmp_path: Path) -> None:
@@ -114,3 +117,28 @@ def test_a_repeated_read_is_answered_by_reference_only_while_the_context_is_inta
     assert tools.run("read_file", {"path": "app/models/story.rb", "start_line": 5, "end_line": 9}, 4).text != again  # new range
     tools.context_intact = False  # something was cleared or compacted: the text is sent again
     assert tools.run("read_file", {"path": "app/models/story.rb"}, 5).text == first
+
+
+def test_lines_already_in_view_are_answered_by_reference_and_new_ones_shown(tmp_path: Path) -> None:
+    tools = runner(tmp_path, {"app/models/story.rb": long_model()})
+    preview = tools.cache.host.read_file("app/models/story.rb", start_line=100, end_line=149, numbered=True)
+    tools.note_shown("app/models/story.rb", preview, 0)  # what the first message's research preview showed
+    shown = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 90, "end_line": 160}, 2).text
+    assert [n for n, _ in numbered_lines(shown)] == [*range(90, 100), *range(150, 161)]
+    assert "[lines 100-149 unchanged: shown in the research preview of the first message, still above" in shown
+    later = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 155, "end_line": 170}, 4).text
+    assert "[lines 155-160 unchanged: shown at iteration 2" in later and [n for n, _ in numbered_lines(later)] == list(range(161, 171))
+    short_overlap = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 168, "end_line": 175}, 5).text
+    assert [n for n, _ in numbered_lines(short_overlap)] == list(range(168, 176))  # 3 lines seen: not worth a reference
+    tools.context_intact = False  # something was cleared: every line is shown again
+    again = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 90, "end_line": 160}, 6).text
+    assert [n for n, _ in numbered_lines(again)] == list(range(90, 161))
+
+
+def test_the_first_message_previews_count_as_seen(tmp_path: Path) -> None:
+    from nightwatch.prompts import previews_in, research_section
+    from nightwatch.research import ResearchContext
+
+    body = "  99| a\n 100| b"
+    ctx = ResearchContext(fingerprint="f", file_previews={"app/models/story.rb": body, "app/x.rb": "   1| y"})
+    assert previews_in([{"type": "text", "text": research_section(ctx)}]) == {"app/models/story.rb": body, "app/x.rb": "   1| y"}

@@ -20,12 +20,13 @@ from typing import Any
 from anthropic.types.beta import BetaCompact20260112EditParam
 
 from nightwatch.agent.conversation import LoopState
-from nightwatch.agent.policy import ContextPolicy
+from nightwatch.agent.policy import COMPACTION_MINIMUM, ContextPolicy
 from nightwatch.agent.recall import EventLog
 
 COMPACTION_BETA = "compact-2026-01-12"
 SERVER_COMPACTION_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7", "claude-opus-4-8")
 SUMMARY_TOOL = "record_summary"
+SUMMARY_TOKENS = 2048  # the most a summary may take (its max_tokens): what the break-even assumes it costs
 SUMMARY_HEADING = "## Summary of the investigation so far"
 INSTRUCTIONS = (
     "This conversation investigates one production error. Preserve: the error (class, transaction, message, top "
@@ -43,7 +44,7 @@ def server_side(model: str) -> bool:
 def compact_edit(policy: ContextPolicy) -> BetaCompact20260112EditParam:
     return BetaCompact20260112EditParam(
         type="compact_20260112",
-        trigger={"type": "input_tokens", "value": policy.compaction_trigger},
+        trigger={"type": "input_tokens", "value": policy.compaction_trigger or COMPACTION_MINIMUM},
         pause_after_compaction=True,
         instructions=INSTRUCTIONS,
     )
@@ -93,7 +94,7 @@ def summary_request(messages: list[dict], cut: int, model: str) -> dict[str, Any
     segment[-1]["content"] = [*segment[-1]["content"], {"type": "text", "text": "Summarise the investigation so far with record_summary."}]
     return {
         "model": model,
-        "max_tokens": 2048,
+        "max_tokens": SUMMARY_TOKENS,
         "system": [{"type": "text", "text": SUMMARY_SYSTEM}],
         "tools": [summary_tool()],
         "tool_choice": {"type": "tool", "name": SUMMARY_TOOL},

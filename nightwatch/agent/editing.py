@@ -32,8 +32,10 @@ class AppliedEdits:
     thinking_turns_cleared: int = 0
 
 
-def edits(policy: ContextPolicy, thinking_on: bool) -> list[BetaClearThinking20251015EditParam | BetaClearToolUses20250919EditParam]:
-    """The editing strategies for one call, in the order the API wants them."""
+def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None = None
+          ) -> list[BetaClearThinking20251015EditParam | BetaClearToolUses20250919EditParam]:
+    """The editing strategies for one call, in the order the API wants them; `clear_at_least` (default: the policy's)
+    is the least a tool-result clearing must remove to be applied."""
     if not policy.context_editing:
         return []
     out: list[Any] = []
@@ -45,9 +47,10 @@ def edits(policy: ContextPolicy, thinking_on: bool) -> list[BetaClearThinking202
         ))
     clear = BetaClearToolUses20250919EditParam(
         type="clear_tool_uses_20250919",
-        trigger={"type": "input_tokens", "value": policy.clear_tool_uses_trigger},
+        trigger={"type": "input_tokens", "value": policy.clear_tool_uses_trigger or 0},
         keep={"type": "tool_uses", "value": policy.clear_tool_uses_keep},
-        clear_at_least={"type": "input_tokens", "value": policy.clear_tool_uses_at_least},
+        clear_at_least={"type": "input_tokens", "value": clear_at_least if clear_at_least is not None
+                        else policy.clear_tool_uses_at_least or 0},
     )
     if policy.clear_exclude_tools:
         clear["exclude_tools"] = list(policy.clear_exclude_tools)

@@ -18,7 +18,7 @@ from typing import Any
 
 from anthropic.types.beta import BetaContextManagementConfigParam
 
-from nightwatch.agent import budgets, caching, compaction, editing, metering
+from nightwatch.agent import break_even, budgets, caching, compaction, editing, metering
 from nightwatch.agent.budgets import RunBudget
 from nightwatch.agent.checkpoints import Checkpoint, CheckpointError, CheckpointStore
 from nightwatch.agent.client import ModelClient, assistant_content
@@ -34,7 +34,8 @@ class ContextLayers:
 
     def __init__(self, client: ModelClient, runner: ToolRunner, config: Any, counter: TokenCounter | None = None,
                  run_budget: RunBudget | None = None, checkpoints: CheckpointStore | None = None) -> None:
-        self.client, self.runner, self.config, self.policy = client, runner, config, config.policy
+        self.client, self.runner, self.config = client, runner, config
+        self.policy = config.policy.for_window(break_even.context_window(config.model))
         self.counter = counter if counter is not None else EstimatingCounter()
         self.run_budget = run_budget if run_budget is not None else RunBudget(float("inf"))
         self.checkpoints = checkpoints if self.policy.checkpoints else None
@@ -44,6 +45,7 @@ class ContextLayers:
         self.spent = 0.0  # this error's budget, in input-equivalent tokens
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
+        self.clearing = False  # a clearing happened: the later requests go on clearing what becomes old
 
     # start and resume ------------------------------------------------------------------------
     def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
@@ -77,7 +79,7 @@ class ContextLayers:
         tools = caching.tools_with_breakpoint(tool_schemas([] if final else self.config.tools), self.policy)
         watcher_actions, count = self._headroom(state, system, tools, iteration)
         self._before_compaction(state, iteration, count, calls)
-        params = self._params(state, iteration, final, system, tools)
+        params = self._params(state, iteration, final, system, tools, count)
         checkpoint_id, self.pending_checkpoint = self.pending_checkpoint, None
         phase = "wrapup" if final and "budget" in state.wrap_reason else "investigate"
         started = time.monotonic()
@@ -87,6 +89,7 @@ class ContextLayers:
             finally:
                 self._meter_lost(params, lost, iteration, calls, phase)
         done = editing.applied(response)
+        self.clearing = self.clearing or done.tool_uses_cleared > 0
         editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
         calls.append(self._meter(response, iteration, calls, phase, int((time.monotonic() - started) * 1000), done,
                                  watcher_actions, checkpoint_id))
@@ -100,11 +103,19 @@ class ContextLayers:
             if actions:
                 state.decide(iteration, f"watcher compacted {actions} section(s) to keep {self.policy.reserve_ratio:.0%} headroom")
             return actions, count
-        return 0, self.counter.count(system=system, messages=state.messages, tools=tools) if self.policy.compaction else 0
+        counted = self.policy.compaction or self.policy.context_editing
+        return 0, self.counter.count(system=system, messages=state.messages, tools=tools) if counted else 0
+
+    def _to_come(self, iteration: int) -> int:
+        return break_even.calls_to_come(iteration, self.config.max_iterations)
+
+    def _compaction_pays(self, count: int, iteration: int) -> bool:
+        return not self.policy.when_it_pays or break_even.compaction_pays(count, compaction.SUMMARY_TOKENS, self._to_come(iteration), self.config.model,
+                                          self.policy.cache_ttl)
 
     def _before_compaction(self, state: LoopState, iteration: int, count: int, calls: list[ModelCall]) -> None:
         """A compaction is due: checkpoint first (seed 004), then summarise ourselves if the server cannot."""
-        if not self.policy.compaction or count < self.policy.compaction_trigger:
+        if not self.policy.compaction or count < (self.policy.compaction_trigger or 0) or not self._compaction_pays(count, iteration):
             return
         self.checkpoint(state, calls, "compaction")
         if not self.server_compaction:
@@ -135,7 +146,7 @@ class ContextLayers:
             return
         compaction.fold(state, cut, text, self.runner.events, self.runner.fingerprint, iteration)
 
-    def _params(self, state: LoopState, iteration: int, final: bool, system: list, tools: list) -> dict[str, Any]:
+    def _params(self, state: LoopState, iteration: int, final: bool, system: list, tools: list, count: int) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.config.model, "max_tokens": self.config.max_tokens, "system": system,
                                   "tools": tools, "messages": caching.request_messages(state.messages, self.policy)}
         thinking = budgets.thinking_budget(self.config.thinking_budget, self.config.complexity, iteration,
@@ -144,15 +155,21 @@ class ContextLayers:
             params["thinking"] = {"type": "enabled", "budget_tokens": thinking}
         elif final:
             params["tool_choice"] = {"type": "tool", "name": SUBMIT_TOOL}
-        betas, management = self._management(bool(thinking))
+        betas, management = self._management(bool(thinking), count, iteration)
         if management:
             params["betas"], params["context_management"] = betas, management
         return params
 
-    def _management(self, thinking_on: bool) -> tuple[list[str], BetaContextManagementConfigParam | None]:
-        chosen: list[Any] = editing.edits(self.policy, thinking_on)
+    def _management(self, thinking_on: bool, count: int, iteration: int) -> tuple[list[str], BetaContextManagementConfigParam | None]:
+        """The edits of this request: tool-result clearing asks for its break-even (or goes on once it started), the
+        server's compaction is offered only when a summary at its trigger would pay."""
+        at_least = self.policy.clear_tool_uses_at_least
+        if at_least is None:
+            at_least = 0 if self.clearing or not self.policy.when_it_pays else break_even.least_clearing(max(count, self.policy.clear_tool_uses_trigger or 0),
+                                                                        self._to_come(iteration), self.policy.cache_ttl)
+        chosen: list[Any] = editing.edits(self.policy, thinking_on, at_least)
         betas = [editing.CONTEXT_MANAGEMENT_BETA] if chosen else []
-        if self.server_compaction:
+        if self.server_compaction and self._compaction_pays(max(count, self.policy.compaction_trigger or 0), iteration):
             chosen.append(compaction.compact_edit(self.policy))
             betas.append(compaction.COMPACTION_BETA)
         return betas, (BetaContextManagementConfigParam(edits=chosen) if chosen else None)

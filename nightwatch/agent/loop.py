@@ -25,6 +25,7 @@ from nightwatch.agent.layers import ContextLayers
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.tools import SUBMIT_TOOL, ToolRunner
 from nightwatch.models import Analysis, ModelCall, TokenUsage
+from nightwatch.prompts import previews_in
 from nightwatch.tokens import TokenCounter
 
 FINAL_TURN_NOTE = (
@@ -82,6 +83,8 @@ def run_agent(client: ModelClient, runner: ToolRunner, config: LoopConfig, first
               checkpoints: CheckpointStore | None = None) -> LoopOutcome:
     """Run (or resume) the loop; a failing model call ends it with a failure, keeping what was metered."""
     layers = ContextLayers(client, runner, config, counter, run_budget, checkpoints)
+    for path, preview in previews_in(first_message).items():
+        runner.note_shown(path, preview, 0)
     outcome = LoopOutcome(analysis=None, failure=None, iterations=0)
     state, outcome.resumed_at = layers.start(first_message, outcome.calls)
     outcome.iterations = state.iteration

@@ -12,14 +12,19 @@ is the naive agent the benchmark compares against. Why the defaults are what the
   apart (14% cheaper at 6-minute gaps). A night's investigations run back to back under the concurrency
   limit, however long the night. Earlier: a batch night that cached its investigations for 1 hour paid
   2x instead of 1.25x on every write and 52% more in all for the same tokens;
-- tool-result clearing fires late (40k tokens) and clears a lot at once (10k at least): every clearing
-  invalidates the prompt cache after the cleared block, so small frequent clearings cost more than
-  they save; `recall_context` results are never cleared (they are the way back to cleared content);
+- tool-result clearing is armed from 20% of the model's window (40k tokens of 200k) and clears only what
+  pays: every clearing invalidates the prompt cache after the cleared block, so each request asks the
+  server to clear at least the break-even amount for the calls still to come (agent/break_even.py), and
+  once a clearing happened the later ones go on clearing what becomes old; `recall_context` results are
+  never cleared (they are the way back to cleared content);
 - thinking: all thinking turns are kept, because clearing them invalidates the cache as well;
-- compaction at 50k tokens (the API's minimum), paused so a checkpoint is written and the budget
-  checked before the investigation goes on;
-- the watcher keeps 15% headroom in an 80k working context, well below the model's window, because
-  long contexts cost more and focus worse.
+- compaction from 25% of the window (50k tokens, the API's minimum) and only when the summary pays for
+  itself over the calls still to come; paused so a checkpoint is written and the budget checked before
+  the investigation goes on;
+- the watcher keeps 15% headroom in a working context of 40% of the window (80k), well below the window
+  itself, because long contexts cost more and focus worse.
+
+A token setting (NIGHTWATCH_CLEAR_TOOL_USES_TRIGGER, ...) overrides its share of the window.
 """
 
 from __future__ import annotations
@@ -27,8 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nightwatch.agent.break_even import DEFAULT_WINDOW
+
 SCHEDULED_TTL = "1h"
 INTERACTIVE_TTL = "5m"
+CLEAR_SHARE, COMPACTION_SHARE, BUDGET_SHARE = 0.20, 0.25, 0.40  # of the model's context window
+COMPACTION_MINIMUM = 50_000  # the API's least compaction trigger
 
 
 @dataclass(frozen=True)
@@ -37,17 +46,18 @@ class ContextPolicy:
     cache_ttl: str = INTERACTIVE_TTL  # research block and conversation turns
     shared_cache_ttl: str = INTERACTIVE_TTL  # tools and system prompt, shared by the night's investigations
     context_editing: bool = True
-    clear_tool_uses_trigger: int = 40_000
+    clear_tool_uses_trigger: int | None = None  # None: CLEAR_SHARE of the model's window
     clear_tool_uses_keep: int = 4
-    clear_tool_uses_at_least: int = 10_000
+    clear_tool_uses_at_least: int | None = None  # None: the break-even of each request
     clear_exclude_tools: tuple[str, ...] = ("recall_context",)
     clear_thinking_keep: int | str = "all"
     compaction: bool = True
-    compaction_trigger: int = 50_000
+    when_it_pays: bool = True  # clearing and compaction only past their break-even (agent/break_even.py); False: at the thresholds
+    compaction_trigger: int | None = None  # None: COMPACTION_SHARE of the window, at least the API's minimum
     summary_model: str | None = None
     summary_keep_messages: int = 4
     watcher: bool = True
-    context_budget: int = 80_000
+    context_budget: int | None = None  # None: BUDGET_SHARE of the window
     reserve_ratio: float = 0.15
     checkpoints: bool = True
     lean_tool_results: bool = True  # long files as a window and an outline (agent/file_view.py)
@@ -81,10 +91,20 @@ class ContextPolicy:
             lean_tool_results=settings.lean_tool_results,
         )
 
+    def for_window(self, window: int) -> "ContextPolicy":
+        """The thresholds left to the window as token counts for a model with a `window`-token context."""
+        return replace(
+            self,
+            clear_tool_uses_trigger=self.clear_tool_uses_trigger or int(window * CLEAR_SHARE),
+            compaction_trigger=self.compaction_trigger or max(COMPACTION_MINIMUM, int(window * COMPACTION_SHARE)),
+            context_budget=self.context_budget or int(window * BUDGET_SHARE),
+        )
+
     def with_(self, **changes: Any) -> "ContextPolicy":
         return replace(self, **changes)
 
     @property
     def watcher_limit(self) -> int:
         """The most tokens a request may hold: the working budget minus the reserve."""
-        return int(self.context_budget * (1 - self.reserve_ratio))
+        budget = self.context_budget or self.for_window(DEFAULT_WINDOW).context_budget or 0
+        return int(budget * (1 - self.reserve_ratio))

@@ -27,6 +27,7 @@ from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
 SEARCH_SHOWN = search_view.SHOWN
+SEEN_RUN = 5  # consecutive lines already in view that a read answers by reference
 MAX_RESULT_CHARS = 24_000
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -148,6 +149,7 @@ class ToolRunner:
     lean: bool = True  # a long file read without a range answers a window and an outline; a repeat, a reference
     context_intact: bool = True  # set by the loop: nothing was cleared or compacted yet, so earlier results are in view
     _shown: dict[tuple, int] = field(default_factory=dict)  # (path, start, end, text digest) -> iteration shown
+    _lines_seen: dict[str, dict[int, int]] = field(default_factory=dict)  # path -> line -> iteration (0: the prompt)
     _iteration: int = 0  # of the call being answered
 
     def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
@@ -184,7 +186,48 @@ class ToolRunner:
         if path not in self.files_examined:
             self.files_examined.append(path)
         shown = self._already_shown(path, start_line, end_line, text, self._iteration)
+        if shown is None:
+            trimmed = self._trim_seen(path, text)
+            self.note_shown(path, text, self._iteration)
+            text = trimmed
         return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached)
+
+    def note_shown(self, path: str, numbered: str, iteration: int) -> None:
+        """Record the numbered lines of `path` the model has in view (iteration 0: the first message's previews)."""
+        seen = self._lines_seen.setdefault(path, {})
+        for number, _ in numbered_lines(numbered):
+            seen.setdefault(number, iteration)
+
+    def _trim_seen(self, path: str, text: str) -> str:
+        """Runs of SEEN_RUN or more consecutive lines the model already has in view, each as one reference line."""
+        seen = self._lines_seen.get(path) if self.lean and self.context_intact else None
+        if not seen:
+            return text
+        out: list[str] = []
+        run: list[tuple[int, str]] = []
+
+        def flush() -> None:
+            if len(run) >= SEEN_RUN:
+                first, last, when = run[0][0], run[-1][0], seen[run[0][0]]
+                where = "in the research preview of the first message" if when == 0 else f"at iteration {when}"
+                out.append(f"[lines {first}-{last} unchanged: shown {where}, still above in this conversation]")
+            else:
+                out.extend(raw for _, raw in run)
+            run.clear()
+
+        for raw in text.splitlines():
+            match = numbered_lines(raw)
+            number = match[0][0] if match else None
+            if number is not None and number in seen and (not run or run[-1][0] == number - 1):
+                run.append((number, raw))
+                continue
+            flush()
+            if number is not None and number in seen:
+                run.append((number, raw))
+            else:
+                out.append(raw)
+        flush()
+        return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
     def _already_shown(self, path: str, start: int | None, end: int | None, text: str, iteration: int) -> str | None:
         """A reference instead of the same text again, while the earlier result is surely still in the conversation."""

@@ -1,0 +1,54 @@
+"""When clearing and compaction pay: the break-even against the documented cache prices, and the layers acting on it."""
+
+from __future__ import annotations
+
+import pytest
+
+from nightwatch.agent.break_even import calls_to_come, compaction_pays, context_window, least_clearing
+from nightwatch.agent.policy import ContextPolicy
+from nightwatch.pricing import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER
+
+
+def billed(prompt: int, cleared: int, to_come: int, ttl: str = "5m") -> tuple[float, float]:
+    """Input-equivalent tokens of the next `to_come` + 1 requests of a fully cached `prompt`, kept and cleared
+    (the clearing rewrites what follows the cleared block; here, conservatively, all that is left)."""
+    write, read = CACHE_WRITE_MULTIPLIER[ttl], CACHE_READ_MULTIPLIER
+    kept = prompt * read * (to_come + 1)
+    cleared_cost = (prompt - cleared) * write + (prompt - cleared) * read * to_come
+    return kept, cleared_cost
+
+
+@pytest.mark.parametrize("to_come", [1, 3, 10, 20, 40])
+@pytest.mark.parametrize("ttl", ["5m", "1h"])
+def test_the_least_clearing_is_where_clearing_stops_costing_more(to_come, ttl):
+    prompt = 60_000
+    least = least_clearing(prompt, to_come, ttl)
+    kept, at_least = billed(prompt, least, to_come, ttl)
+    _, just_short = billed(prompt, least - 200, to_come, ttl)
+    assert at_least <= kept + 1 and just_short > kept  # pays at the break-even, not 200 tokens below it
+
+
+def test_a_clearing_needs_more_of_the_prompt_the_fewer_calls_are_left():
+    shares = [least_clearing(100_000, n) / 100_000 for n in (2, 5, 10, 20, 40)]
+    assert shares == sorted(shares, reverse=True)
+    assert 0.51 < shares[2] < 0.52 and 0.35 < shares[3] < 0.36  # 1.15 / (0.1 (n + 1) + 1.15)
+    assert least_clearing(100_000, 0) == 92_000  # with nothing to come, only a clearing of almost everything pays
+
+
+def test_calls_to_come_are_as_many_as_so_far_within_the_limit():
+    assert [calls_to_come(i, 24) for i in (1, 5, 12, 20, 24)] == [1, 5, 12, 4, 0]
+
+
+def test_a_summary_pays_only_for_a_long_history_with_calls_to_come():
+    assert not compaction_pays(50_000, 2_048, 1, "claude-sonnet-4-6")
+    assert compaction_pays(50_000, 2_048, 10, "claude-sonnet-4-6")
+    assert not compaction_pays(8_000, 2_048, 10, "claude-sonnet-4-6")  # the summary's output costs more than it saves
+
+
+def test_thresholds_are_shares_of_the_window_unless_set_in_tokens():
+    assert context_window("claude-sonnet-4-6") == 200_000
+    policy = ContextPolicy().for_window(200_000)
+    assert (policy.clear_tool_uses_trigger, policy.compaction_trigger, policy.context_budget) == (40_000, 50_000, 80_000)
+    small = ContextPolicy().for_window(100_000)
+    assert (small.clear_tool_uses_trigger, small.compaction_trigger, small.context_budget) == (20_000, 50_000, 40_000)
+    assert ContextPolicy(clear_tool_uses_trigger=9_000).for_window(200_000).clear_tool_uses_trigger == 9_000
