@@ -67,7 +67,11 @@ _PREVIEW = re.compile(r"^### Preview of (?P<path>[^\n]+)\n```\n(?P<body>.*?)\n``
 
 def previews_in(first_message: list[dict]) -> dict[str, str]:
     """The file previews a first message shows (research_section's format), by path: what the model has already seen."""
-    text = "\n".join(b.get("text", "") for b in first_message if b.get("type") == "text")
+    return previews_of("\n".join(b.get("text", "") for b in first_message if b.get("type") == "text"))
+
+
+def previews_of(text: str) -> dict[str, str]:
+    """The file previews in a prompt's text, by path."""
     return {m["path"]: m["body"] for m in _PREVIEW.finditer(text)}
 
 

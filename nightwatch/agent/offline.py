@@ -24,6 +24,7 @@ from nightwatch.agent.file_view import numbered_lines
 from nightwatch.agent.heuristics import diagnose, triage_verdict
 from nightwatch.agent.origin_rules import Origin, assignment_query, find_origin, nil_receiver
 from nightwatch.agent.tools import SUBMIT_TOOL
+from nightwatch.prompts import previews_of
 
 OFFLINE_MODEL_NAME = "nightwatch-offline-1"
 TRIAGE_TOOL = "submit_triage"
@@ -122,9 +123,16 @@ class _Conversation:
         return self.top_frame()
 
     def source_of(self, path: str, recall_query: str = "") -> dict[int, str]:
-        """Numbered lines of a file read in this conversation (or recalled after it was cleared)."""
-        read = self.result("read_file", path=path) or (self.result("recall_context", query=recall_query) if recall_query else None)
-        return {} if read is None or read[1] else dict(numbered_lines(read[0]))
+        """Numbered lines of a file in view: its research preview and every read of it in this conversation (or what
+        recall brings back after it was cleared)."""
+        lines = dict(numbered_lines(previews_of(self.text).get(path, "")))
+        for name, args, content, is_error in self.results:
+            if name == "read_file" and args.get("path") == path and not is_error:
+                lines.update(numbered_lines(content))
+        if self.result("read_file", path=path) is None and recall_query:
+            recalled = self.result("recall_context", query=recall_query)
+            lines.update(numbered_lines(recalled[0]) if recalled and not recalled[1] else [])
+        return lines
 
     def likely_files(self) -> list[str]:
         match = _LIKELY.search(self.text)
