@@ -120,7 +120,9 @@ ANALYST_QUERIES: dict[str, str] = {
         FROM model_calls GROUP BY ALL ORDER BY phase, mode""",
     "tool_usage": """
         SELECT name, count(*) AS calls, round(avg(CASE WHEN ok THEN 0 ELSE 1 END), 3) AS failure_rate,
-               round(avg(result_chars)) AS avg_result_chars, round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) AS cached
+               round(avg(result_chars)) AS avg_result_chars,
+               round(1 - sum(result_chars) / nullif(sum(coalesce(full_chars, result_chars)), 0), 3) AS withheld_by_diet,
+               round(avg(CASE WHEN cached THEN 1 ELSE 0 END), 3) AS cached
         FROM tool_calls GROUP BY name ORDER BY calls DESC""",
     "knowledge_reuse": """
         SELECT date, sum(errors_analysed) AS analysed, sum(from_knowledge) AS from_knowledge,

@@ -192,6 +192,12 @@ _M005_RUN_OUTCOME = [
            "same night); null before m005."),
 ]
 
+_M006_TOOL_DIET = [
+    Column("full_chars", pa.int64(), "Characters the answer would have had without the diet (the whole file or range, "
+           "every search hit with its path, lines already in view shown again); result_chars when nothing was withheld; "
+           "null before m006."),
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -208,6 +214,7 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ("m004_call_status", {"model_calls": _M004_CALL_STATUS}),
     ("m005_night_outcome", {"model_calls": _M005_CACHE_WRITE_1H, "analyses": _M005_CACHE_WRITE_1H,
                             "runs": _M005_CACHE_WRITE_1H + _M005_RUN_OUTCOME}),
+    ("m006_tool_diet", {"tool_calls": _M006_TOOL_DIET}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -207,6 +207,7 @@ class ToolCall(Model):
     name: str
     ok: bool
     result_chars: int = 0
+    full_chars: int = 0  # without the diet (tools.ToolRunner): result_chars when nothing was withheld
     cached: bool = False
     latency_ms: int = 0
 

@@ -142,3 +142,17 @@ def test_the_first_message_previews_count_as_seen(tmp_path: Path) -> None:
     body = "  99| a\n 100| b"
     ctx = ResearchContext(fingerprint="f", file_previews={"app/models/story.rb": body, "app/x.rb": "   1| y"})
     assert previews_in([{"type": "text", "text": research_section(ctx)}]) == {"app/models/story.rb": body, "app/x.rb": "   1| y"}
+
+
+def test_each_tool_call_records_what_the_diet_withheld(tmp_path: Path) -> None:
+    files = {"app/models/story.rb": long_model(), **{f"app/m{i}.rb": "def title\nend\n" for i in range(30)}}
+    tools = runner(tmp_path, files)
+    tools.run("read_file", {"path": "app/models/story.rb"}, 1)
+    tools.run("search_code", {"query": "def method"}, 2)  # 60 hits in one file
+    tools.run("read_file", {"path": "app/m1.rb"}, 3)
+    read, search, short = tools.calls
+    assert read.full_chars == len(tools.cache.host.read_file("app/models/story.rb", numbered=True)) > 2 * read.result_chars
+    assert search.full_chars > search.result_chars  # the plain format repeats the path on every hit
+    assert short.full_chars == short.result_chars  # a short file: nothing withheld
+    tools.lean = False
+    assert tools.run("search_code", {"query": "end"}, 4).text and tools.calls[-1].full_chars == tools.calls[-1].result_chars

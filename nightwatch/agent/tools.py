@@ -132,6 +132,7 @@ class ToolOutcome:
     text: str
     is_error: bool = False
     cached: bool = False
+    full_chars: int | None = None  # what the answer would have been without the diet; None: nothing withheld
 
 
 @dataclass
@@ -167,7 +168,8 @@ class ToolRunner:
         self.calls.append(
             ToolCall(
                 run_id=self.run_id, fingerprint=self.fingerprint, iteration=iteration, name=name, ok=not outcome.is_error,
-                result_chars=len(outcome.text), cached=outcome.cached, latency_ms=int((time.monotonic() - started) * 1000),
+                result_chars=len(outcome.text), full_chars=max(len(outcome.text), min(outcome.full_chars or 0, MAX_RESULT_CHARS)),
+                cached=outcome.cached, latency_ms=int((time.monotonic() - started) * 1000),
             )
         )
         if name != "recall_context":
@@ -181,6 +183,7 @@ class ToolRunner:
             ("read", path, start_line, end_line),
             lambda: self.cache.host.read_file(path, start_line=start_line, end_line=end_line, numbered=True),
         )
+        raw = text
         if self.lean and start_line is None and end_line is None:  # a long file: the trace's window and an outline
             text = file_view(path, text, self._focus_line(path))
         if path not in self.files_examined:
@@ -190,7 +193,7 @@ class ToolRunner:
             trimmed = self._trim_seen(path, text)
             self.note_shown(path, text, self._iteration)
             text = trimmed
-        return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached)
+        return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached, full_chars=len(raw))
 
     def note_shown(self, path: str, numbered: str, iteration: int) -> None:
         """Record the numbered lines of `path` the model has in view (iteration 0: the first message's previews)."""
@@ -248,14 +251,10 @@ class ToolRunner:
         limit = search_view.SCANNED if self.lean else SEARCH_SHOWN + 1
         hits, cached = self.cache.get(("search", query, path_glob, limit),
                                       lambda: self.cache.host.search_code(query, path_glob=path_glob, limit=limit))
+        plain = _plain_hits(query, hits)
         if self.lean:
-            return ToolOutcome(search_view.search_view(query, hits, self._numbered_lines), cached=cached)
-        if not hits:
-            return ToolOutcome(f"No matches for {query!r}.", cached=cached)
-        lines = [f"{h.path}:{h.line}: {h.text.strip()}" for h in hits[:SEARCH_SHOWN]]
-        if len(hits) > SEARCH_SHOWN:
-            lines.append(f"… more than {SEARCH_SHOWN} matches; narrow the search with path_glob or a longer query")
-        return ToolOutcome("\n".join(lines), cached=cached)
+            return ToolOutcome(search_view.search_view(query, hits, self._numbered_lines), cached=cached, full_chars=len(plain))
+        return ToolOutcome(plain, cached=cached)
 
     def _numbered_lines(self, path: str) -> dict[int, str]:
         """A file's lines by number, through the code cache (for a few search hits' context); {} if unreadable."""
@@ -275,6 +274,16 @@ class ToolRunner:
 
     def _recall_context(self, query: str) -> ToolOutcome:
         return ToolOutcome(recall(self.events, query, self.fingerprint))
+
+
+def _plain_hits(query: str, hits: list[Any]) -> str:
+    """Search hits as `path:line: text`, the first SEARCH_SHOWN of them (the answer without the diet)."""
+    if not hits:
+        return f"No matches for {query!r}."
+    lines = [f"{h.path}:{h.line}: {h.text.strip()}" for h in hits[:SEARCH_SHOWN]]
+    if len(hits) > SEARCH_SHOWN:
+        lines.append(f"… more than {SEARCH_SHOWN} matches; narrow the search with path_glob or a longer query")
+    return "\n".join(lines)
 
 
 def render_traces(traces: TraceData, max_samples: int = 3) -> str:
