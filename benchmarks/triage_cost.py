@@ -179,7 +179,7 @@ def wall_times(items, home: Path, concurrencies: list[int]) -> dict[str, float]:
     from flows.triage import triage_flow
     from nightwatch.settings import Settings
     from tasks.api_limits import API_LIMIT, ensure_api_limit
-    from tasks.context import new_context, runtime
+    from tasks.context import NightRequest, new_context, open_night, runtime
     from tests.fakes.anthropic_batches import FakeAnthropicBatches
 
     out = {}
@@ -187,17 +187,17 @@ def wall_times(items, home: Path, concurrencies: list[int]) -> dict[str, float]:
         os.environ.update({"ANTHROPIC_API_KEY": fake.api_key, "ANTHROPIC_BASE_URL": fake.url})
         for i, n in enumerate([2] + concurrencies):  # the first, unrecorded night warms up Prefect and the clients
             batch = items if i else items[:2]
-            settings = Settings(home=home, api_concurrency=n)
+            settings = Settings(home=home, api_concurrency=n, max_errors=len(batch), max_issues=0)
             ensure_api_limit(n)
             with get_client(sync_client=True) as client:
                 from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
 
                 client.update_global_concurrency_limit(API_LIMIT, GlobalConcurrencyLimitUpdate(limit=n))
-            ctx = new_context(settings, f"wall{n:04d}", UNTIL + timedelta(days=i + 1), since_hours=24, mode="interactive", dry_run=True,
-                              agent="base-analyzer", max_errors=len(batch), max_issues=0, overrides={}, settings_block=None)
-            runtime(ctx)  # build clients and the demo checkout before the clock starts
-            started = time.perf_counter()
-            run = triage_flow(ctx, [e for e, _, _ in batch], [t for _, t, _ in batch], [r for _, _, r in batch])
+            ctx = new_context(settings, NightRequest(dry_run=True), UNTIL + timedelta(days=i + 1), f"wall{n:04d}")
+            with open_night(ctx, settings):
+                runtime(ctx)  # build clients and the demo checkout before the clock starts
+                started = time.perf_counter()
+                run = triage_flow(ctx, [e for e, _, _ in batch], [t for _, t, _ in batch], [r for _, _, r in batch])
             if i:
                 out[str(n)] = round(time.perf_counter() - started, 2)
             assert {o.verdict.via for o in run.outcomes} == {"direct"}, "every wall-time request must be a direct call"

@@ -30,7 +30,7 @@ from tasks import steps_learn as learn
 from tasks import steps_publish as publish
 from tasks._prefect import label_cached_runs
 from tasks.analysis_results import combine_results
-from tasks.context import RunContext, new_context, report_dir, runtime, settings_for
+from tasks.context import NightRequest, RunContext, attempt_name, new_context, open_night, runtime, settings_for
 from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 
 
@@ -48,14 +48,15 @@ def nightwatch_flow(
 ) -> RunReport:
     settings = resolve_run_settings(settings_block, overrides, max_errors=max_errors, max_issues=max_issues, agent=agent)
     ctx, report = begin(settings, since_hours, dry_run, mode or settings.mode, until, overrides, settings_block)
-    found = gather(ctx, report)  # steps 0-3.5
-    results = analyze(ctx, report, found.errors, found.traces, found.research)  # step 4
-    if results is None:  # the triage batch is still processing: the `collect` deployment resumes this night
-        report.finished_at = datetime.now(timezone.utc)
-        return report
-    publish_night(ctx, report, results, found)  # steps 5-11
-    learn_from_night(ctx, report, found)  # steps 12-13, then the night's records
-    return night_state(report)
+    with open_night(ctx, settings):  # the night's clients, budget and caches; closed when the night ends
+        found = gather(ctx, report)  # steps 0-3.5
+        results = analyze(ctx, report, found.errors, found.traces, found.research)  # step 4
+        if results is None:  # the triage batch is still processing: the `collect` deployment resumes this night
+            report.finished_at = datetime.now(timezone.utc)
+            return report
+        publish_night(ctx, report, results, found)  # steps 5-11
+        learn_from_night(ctx, report, found)  # steps 12-13, then the night's records
+        return night_state(report)
 
 
 @dataclass
@@ -79,12 +80,13 @@ def begin(settings: Settings, since_hours: float, dry_run: bool, mode: str, unti
     results_at = result_storage.use_for_night(settings)
     run = get_run_context().flow_run
     anchor = until or (run.expected_start_time if run and run.expected_start_time else datetime.now(timezone.utc))
-    ctx = new_context(settings, str(run.id if run else "local"), anchor, since_hours=since_hours, mode=mode, dry_run=dry_run,
-                      agent=settings.agent, max_errors=settings.max_errors, max_issues=settings.max_issues,
-                      overrides=overrides or {}, settings_block=settings_block, run_count=run.run_count if run else 1,
-                      results_at=results_at)
+    request = NightRequest(since_hours=since_hours, mode=mode, dry_run=dry_run, overrides=overrides or {},
+                           settings_block=settings_block)
+    attempt = attempt_name(str(run.id if run else "local"), run.run_count if run else 1)
+    ctx = new_context(settings, request, anchor, attempt, results_at)
     report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode,
-                       dry_run=dry_run, agent=ctx.agent, model=settings.model, reports_dir=str(report_dir(ctx)))
+                       dry_run=dry_run, agent=ctx.agent, model=settings.model,
+                       reports_dir=str(settings.resolved_home() / "reports" / ctx.run_id))
     get_run_logger().info("NightWatch night %s (attempt %s) over %s; results and cache in %s", ctx.run_id, ctx.attempt,
                           ctx.window.key, results_at)
     return ctx, report

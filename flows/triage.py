@@ -17,6 +17,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from nightwatch.batch_ledger import BatchLedger
 from nightwatch.batches import BatchError
 from nightwatch.models import ErrorGroup, TraceData
+from nightwatch.night import current
 from nightwatch.redact import clean
 from nightwatch.research import ResearchContext
 from nightwatch.triage import TriageOutcome, mark_fallback, unanswered
@@ -61,7 +62,7 @@ def direct_triage(ctx: RunContext, items: list[Item]) -> list[TriageOutcome]:
     """Concurrent direct calls within the API's limit; an error whose call fails is kept, routed deep."""
     if not items:
         return []
-    with api_slots(ctx.attempt_key, wanted=len(items), size=settings_for(ctx).api_concurrency):
+    with api_slots(current(ctx.attempt_key), wanted=len(items), size=settings_for(ctx).api_concurrency):
         futures = [triage_error.submit(ctx, e, t, r) for e, t, r in items]
         return [_outcome(ctx, future, error) for future, (error, _, _) in zip(futures, items)]
 

@@ -6,7 +6,7 @@ to demo data. Nothing here logs or returns a secret.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -107,6 +107,14 @@ class Runtime:
     def demo_data(self) -> bool:
         return bool(getattr(self.source, "demo", False)) or (self.state("github") == "offline" and not self.settings.code_path)
 
+    def close(self) -> None:
+        """Close every client that holds a connection; one that fails to close does not stop the others."""
+        for client in (self.source, self.host, self.model_client, self.issues, self.pulls):
+            close = getattr(client, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
+
 
 def build_runtime(settings: Settings, anchor: datetime) -> Runtime:
     statuses = source_statuses(settings)
@@ -189,23 +197,3 @@ def _notifier(s: Settings, state: str, home: Path, report_dir: Path) -> Any:
     from nightwatch.publishers.slack import FileNotifier
 
     return FileNotifier(report_dir)
-
-
-_RUNTIMES: dict[tuple, Runtime] = {}
-_RUNTIMES_LOCK = threading.Lock()
-
-
-def _identity(settings: Settings) -> str:
-    """Settings as a cache key, secrets included (as a digest): two keys never share one set of clients."""
-    secrets = [getattr(settings, name).get_secret_value() if getattr(settings, name) is not None else ""
-               for name, field in Settings.model_fields.items() if "SecretStr" in str(field.annotation)]
-    return settings.model_dump_json() + hashlib.sha256("\0".join(secrets).encode()).hexdigest()
-
-
-def runtime_for(settings: Settings, anchor: datetime) -> Runtime:
-    """One Runtime per (settings, anchor) per process: tasks share clients and the code cache."""
-    key = (_identity(settings), anchor.isoformat())
-    with _RUNTIMES_LOCK:
-        if key not in _RUNTIMES:
-            _RUNTIMES[key] = build_runtime(settings, anchor)
-        return _RUNTIMES[key]

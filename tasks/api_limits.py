@@ -14,7 +14,6 @@ worker) takes one slot around each call.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 
 from prefect.client.orchestration import get_client
@@ -22,8 +21,9 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, GlobalC
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
+from nightwatch.night import Night
+
 API_LIMIT = "anthropic-api"
-_GATES: dict[str, threading.BoundedSemaphore] = {}
 
 
 class ApiPaused(RuntimeError):
@@ -62,21 +62,22 @@ def ensure_api_limit(size: int, name: str = API_LIMIT) -> int:
 
 
 @contextlib.contextmanager
-def api_slots(run_id: str, wanted: int, size: int) -> Iterator[int]:
-    """Hold min(wanted, limit) slots for a whole direct pass; yields how many calls may run at once."""
+def api_slots(night: Night | None, wanted: int, size: int) -> Iterator[int]:
+    """Hold min(wanted, limit) slots for a whole direct pass; yields how many calls may run at once (the night's
+    tasks share them through its gate)."""
     slots = max(1, min(wanted, ensure_api_limit(size)))
     with concurrency(API_LIMIT, occupy=slots, strict=True):
-        _GATES[run_id] = threading.BoundedSemaphore(slots)
-        try:
+        if night is None:
             yield slots
-        finally:
-            _GATES.pop(run_id, None)
+            return
+        with night.gate(API_LIMIT, slots):
+            yield slots
 
 
 @contextlib.contextmanager
-def api_call(run_id: str) -> Iterator[None]:
-    """Around one model call: a slot of the run's pass if one is open here, else one of the global limit."""
-    gate = _GATES.get(run_id)
+def api_call(night: Night | None) -> Iterator[None]:
+    """Around one model call: a slot of the night's pass if one is open, else one of the global limit."""
+    gate = night.open_gate(API_LIMIT) if night is not None else None
     if gate is not None:
         with gate:
             yield

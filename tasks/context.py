@@ -1,24 +1,24 @@
 """The run context every task receives: serialisable, hashable, secret-free.
 
-Settings (which hold secrets) never travel as task parameters: the flow registers them for its run
-id, and a task on another worker rebuilds them from the environment and the settings Block.
+Settings (which hold secrets) never travel as task parameters: they live on the night's scope
+(nightwatch/night.py), which the flow opens with `open_night` and every task of the night finds in its
+context. A task run outside any night (called by hand) gets a night of its own, built from the
+environment and the settings Block, that lives as long as the call's references to it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 from knowledge_store.metrics import safe_name
 from nightwatch.models import Model, Window
-from nightwatch.runtime import Runtime, runtime_for
+from nightwatch.night import Night, current, scope
+from nightwatch.runtime import Runtime
 from nightwatch.settings import Settings
-
-_SETTINGS: dict[str, Settings] = {}
-_LOCK = threading.Lock()
 
 
 class RunContext(Model):
@@ -50,26 +50,33 @@ def floor_hour(moment: datetime) -> datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
 
 
-def new_context(settings: Settings, flow_run_id: str, anchor: datetime, *, since_hours: float, mode: str, dry_run: bool,
-                agent: str, max_errors: int, max_issues: int, overrides: dict[str, Any], settings_block: str | None,
-                run_count: int = 1, results_at: str = "") -> RunContext:
+class NightRequest(Model):
+    """What a night was asked for: its lookback, mode, dry run, and where its settings come from."""
+
+    since_hours: float = 24.0
+    mode: Literal["batch", "interactive"] = "interactive"
+    dry_run: bool = False
+    overrides: dict[str, Any] = {}
+    settings_block: str | None = None
+
+
+def new_context(settings: Settings, request: NightRequest, anchor: datetime, attempt: str, results_at: str = "") -> RunContext:
+    """The context of one attempt (`attempt_name`) of the night that `request` and `anchor` name."""
     anchor = floor_hour(anchor)
-    ctx = RunContext(
-        run_id=night_id(anchor, since_hours, scope_of(settings, settings_block)),
-        attempt=attempt_name(flow_run_id, run_count),
+    return RunContext(
+        run_id=night_id(anchor, request.since_hours, scope_of(settings, request.settings_block)),
+        attempt=attempt,
         results_at=results_at,
         anchor=anchor,
-        window=Window.ending_at(anchor, timedelta(hours=since_hours)),
-        mode=mode,  # type: ignore[arg-type]
-        dry_run=dry_run,
-        agent=agent,
-        max_errors=max_errors,
-        max_issues=max_issues,
-        overrides=overrides,
-        settings_block=settings_block,
+        window=Window.ending_at(anchor, timedelta(hours=request.since_hours)),
+        mode=request.mode,
+        dry_run=request.dry_run,
+        agent=settings.agent,
+        max_errors=settings.max_errors,
+        max_issues=settings.max_issues,
+        overrides=request.overrides,
+        settings_block=request.settings_block,
     )
-    register(ctx, settings)
-    return ctx
 
 
 def attempt_name(flow_run_id: str, run_count: int = 1) -> str:
@@ -93,24 +100,27 @@ def scope_of(settings: Settings, settings_block: str | None) -> str:
     return hashlib.sha256("|".join(sources).encode()).hexdigest()[:6]
 
 
-def register(ctx: RunContext, settings: Settings) -> None:
-    with _LOCK:
-        _SETTINGS[ctx.attempt_key] = settings
+def open_night(ctx: RunContext, settings: Settings) -> AbstractContextManager[Night]:
+    """The night's scope for this attempt: its tasks find it, and its clients are closed when the block ends."""
+    return scope(Night(settings, ctx.anchor, ctx.attempt_key))
+
+
+def night_of(ctx: RunContext) -> Night:
+    """The open night of this attempt, or (outside one) a night of its own from the environment and the Block."""
+    night = current(ctx.attempt_key)
+    if night is not None:
+        return night
+    from blocks.settings_block import resolve_settings
+
+    return Night(resolve_settings(ctx.settings_block, ctx.overrides), ctx.anchor, ctx.attempt_key)
 
 
 def settings_for(ctx: RunContext) -> Settings:
-    with _LOCK:
-        if ctx.attempt_key in _SETTINGS:
-            return _SETTINGS[ctx.attempt_key]
-    from blocks.settings_block import resolve_settings
-
-    settings = resolve_settings(ctx.settings_block, ctx.overrides)
-    register(ctx, settings)
-    return settings
+    return night_of(ctx).settings
 
 
 def runtime(ctx: RunContext) -> Runtime:
-    return runtime_for(settings_for(ctx), ctx.anchor)
+    return night_of(ctx).runtime
 
 
 def home(ctx: RunContext) -> Path:

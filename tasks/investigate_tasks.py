@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Iterator
@@ -27,7 +26,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.runtime import task_run
 
 from knowledge_store.metrics import MetricsStore, usage_of_row
-from nightwatch.agent.budgets import RunBudget, RunBudgetSpent, run_budget, weighted_tokens
+from nightwatch.agent.budgets import RunBudget, RunBudgetSpent, weighted_tokens
 from nightwatch.agent.checkpoints import CheckpointStore
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.cross_error import CrossErrorNotes
@@ -41,35 +40,27 @@ from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
 from nightwatch.tokens import AnthropicCounter, TokenCounter
 from tasks._prefect import key, nightwatch_task, raised
-from tasks.context import RunContext, home, model_id, runtime, settings_for
+from tasks.context import RunContext, home, model_id, night_of, runtime, settings_for
 
 RETRIES = 1
 SLOT_TIMEOUT_S = 3600.0
-_CACHES: dict[str, CodeCache] = {}
-_LOGS: dict[str, EventLog] = {}
-_NOTES: dict[str, CrossErrorNotes] = {}
-_LOCK = threading.Lock()
 
 
 def code_cache(ctx: RunContext) -> CodeCache:
-    with _LOCK:
-        return _CACHES.setdefault(ctx.attempt_key, CodeCache(runtime(ctx).host, runtime(ctx).paths))
+    return night_of(ctx).code_cache
 
 
 def event_log(ctx: RunContext) -> EventLog:
-    with _LOCK:
-        return _LOGS.setdefault(ctx.attempt_key, EventLog(home(ctx) / "events" / f"{ctx.run_id}.jsonl"))
+    return night_of(ctx).event_log(home(ctx) / "events" / f"{ctx.run_id}.jsonl")
 
 
 def cross_error_notes(ctx: RunContext) -> CrossErrorNotes:
-    with _LOCK:
-        return _NOTES.setdefault(ctx.attempt_key, CrossErrorNotes())
+    return night_of(ctx).notes
 
 
 def night_budget(ctx: RunContext) -> RunBudget:
     """The run's budget, seeded from what the night's ledger already holds (triage, earlier attempts)."""
-    settings = settings_for(ctx)
-    return run_budget(ctx.attempt_key, settings.token_budget_per_run, lambda: ledger_spent(ctx, settings.model))
+    return night_of(ctx).budget(lambda: ledger_spent(ctx, settings_for(ctx).model))
 
 
 def ledger_spent(ctx: RunContext, model: str) -> float:

@@ -15,6 +15,7 @@ from nightwatch.agent.client import configuration_problem
 from nightwatch.batch_ledger import BatchLedger, LedgerStore, ledger_key
 from nightwatch.batches import BatchBackend, BatchRefused, build_batch_backend
 from nightwatch.models import ErrorGroup, Model, ModelCall, TraceData
+from nightwatch.night import current
 from nightwatch.redact import clean
 from nightwatch.research import ResearchContext
 from nightwatch.triage import TriageOutcome, known_prior, route, triage_direct, triage_params
@@ -74,7 +75,7 @@ def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research
     params = triage_params(error, traces, research.prior_analyses, settings_for(ctx).triage_model)
     rows: list[ModelCall] = []
     try:
-        with api_call(ctx.attempt_key):
+        with api_call(current(ctx.attempt_key)):
             answer, call = triage_direct(runtime(ctx).model_client, params, ctx.run_id, error.fingerprint, calls=rows)
     except Exception as exc:
         problem = configuration_problem(exc)

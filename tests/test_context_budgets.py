@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timezone
 
 import pytest
 
@@ -10,7 +11,6 @@ from nightwatch.agent.budgets import (
     RunBudget,
     RunBudgetSpent,
     iteration_limit,
-    run_budget,
     thinking_budget,
     weighted_tokens,
 )
@@ -21,7 +21,9 @@ from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache
 from nightwatch.investigate import AgentKit, Investigation, investigate_error
 from nightwatch.models import TokenUsage, TriageVerdict
+from nightwatch.night import Night
 from nightwatch.research import ResearchContext
+from nightwatch.settings import Settings
 from tests.test_agent_loop import VALID, Scripted, _case, _repo, _use
 from tests.test_context_live_path import _config
 
@@ -76,8 +78,9 @@ def test_no_investigation_starts_once_the_run_budget_is_spent(tmp_path):
 
 def test_the_run_budget_is_one_per_night_and_thread_safe():
     seeded = []
-    first = run_budget("night-x", 10_000, lambda: seeded.append(1) or 500.0)
-    assert run_budget("night-x", 10_000, lambda: seeded.append(1) or 0.0) is first and seeded == [1] and first.spent == 500
+    night = Night(Settings(token_budget_per_run=10_000), datetime(2026, 11, 21, tzinfo=timezone.utc), "night-x")
+    first = night.budget(lambda: seeded.append(1) or 500.0)
+    assert night.budget(lambda: seeded.append(1) or 0.0) is first and seeded == [1] and first.spent == 500
     threads = [threading.Thread(target=lambda: [first.charge(1) for _ in range(1000)]) for _ in range(8)]
     for t in threads:
         t.start()

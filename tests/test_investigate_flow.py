@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import pytest
@@ -18,7 +19,7 @@ from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.models import ErrorGroup, StackFrame, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
-from tasks.context import new_context
+from tasks.context import NightRequest, new_context, open_night
 from tasks.investigate_tasks import _retryable, investigate_error_task
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.http import Reply, Request
@@ -67,16 +68,19 @@ def _inputs(n: int):
     return errors, traces, research, verdicts
 
 
-def _context(fake: FakeAnthropic, name: str, until: datetime = UNTIL, **settings):
+@contextmanager
+def _night(fake: FakeAnthropic, name: str, until: datetime = UNTIL, **settings):
+    """A night's context and its open scope (its settings point at the fake), as the flow opens it."""
     values = {"anthropic_api_key": fake.api_key, "anthropic_base_url": fake.url, "anthropic_max_retries": 0,
               "investigation_concurrency_limit": f"test-{name}", **settings}
-    return new_context(Settings(**values), f"flowrun-{name}", until, since_hours=24, mode="interactive", dry_run=True,
-                       agent="base-analyzer", max_errors=8, max_issues=3, overrides={}, settings_block=None)
+    settings = Settings(max_errors=8, max_issues=3, **values)
+    ctx = new_context(settings, NightRequest(dry_run=True), until, f"flowrun-{name}")
+    with open_night(ctx, settings):
+        yield ctx
 
 
 def test_the_concurrency_limit_is_created_and_holds(nightwatch_home):
-    with CountingFake(delay_s=0.15) as fake:
-        ctx = _context(fake, "limit", analysis_concurrency=2)
+    with CountingFake(delay_s=0.15) as fake, _night(fake, "limit", analysis_concurrency=2) as ctx:
         results = investigate_flow(ctx, *_inputs(4))
     assert all(r is not None and r.failure is None and r.analysis for r in results)
     assert fake.peak <= 2
@@ -86,10 +90,9 @@ def test_the_concurrency_limit_is_created_and_holds(nightwatch_home):
 
 def test_a_retried_task_resumes_from_its_checkpoint(nightwatch_home):
     errors, traces, research, verdicts = _inputs(1)
-    with CountingFake() as clean:
-        baseline = investigate_flow(_context(clean, "baseline"), errors, traces, research, verdicts)[0]
-    with CountingFake(fail_at=3) as fake:
-        ctx = _context(fake, "retry", until=UNTIL.replace(hour=7))  # another window: not answered from the task cache
+    with CountingFake() as clean, _night(clean, "baseline") as ctx:
+        baseline = investigate_flow(ctx, errors, traces, research, verdicts)[0]
+    with CountingFake(fail_at=3) as fake, _night(fake, "retry", until=UNTIL.replace(hour=7)) as ctx:  # another window: not cached
 
         @flow
         def one_error():
@@ -123,6 +126,6 @@ def test_inputs_past_prefects_parameter_limit_go_by_reference(nightwatch_home):
     errors, traces, research, verdicts = _inputs(2)
     bulky = [r.model_copy(update={"file_previews": {f"app/big_{i}.rb": "x = 1\n" * 60_000}}) for i, r in enumerate(research)]
     assert sum(len(p) for r in bulky for p in r.file_previews.values()) > 600_000  # Prefect refuses > 512 KB of parameters
-    with FakeAnthropic() as fake:
-        results = investigate_flow(_context(fake, "bulky"), errors, traces, bulky, verdicts)
+    with FakeAnthropic() as fake, _night(fake, "bulky") as ctx:
+        results = investigate_flow(ctx, errors, traces, bulky, verdicts)
     assert [r.error.fingerprint for r in results] == [e.fingerprint for e in errors]

@@ -12,7 +12,6 @@ from the night's `model_calls` ledger, so triage spending and a resumed run's ea
 from __future__ import annotations
 
 import threading
-from typing import Callable
 
 from nightwatch.models import TokenUsage
 from nightwatch.pricing import BATCH_DISCOUNT, CACHE_READ_MULTIPLIER, cache_write_units, price_for
@@ -82,15 +81,3 @@ class RunBudget:
         if self.exhausted:
             raise RunBudgetSpent(f"run token budget spent ({self.spent:,.0f} of {self.limit:,.0f} tokens): "
                                  f"{label} keeps its triage verdict")
-
-
-_RUN_BUDGETS: dict[str, RunBudget] = {}
-_REGISTRY_LOCK = threading.Lock()
-
-
-def run_budget(run_id: str, limit: float, seed: Callable[[], float] = lambda: 0.0) -> RunBudget:
-    """The night's one budget in this process; created on first use, seeded with what was spent already."""
-    with _REGISTRY_LOCK:
-        if run_id not in _RUN_BUDGETS:
-            _RUN_BUDGETS[run_id] = RunBudget(limit, seed())
-        return _RUN_BUDGETS[run_id]

@@ -37,6 +37,10 @@ class AnthropicModelClient:
         transient error (the SDK alone raises its JSON error at once, without a retry)."""
         return self.sdk.with_middleware(metering.AttemptWatch()).beta.messages.create(**params)
 
+    def close(self) -> None:
+        """Close the SDK's HTTP client (the night is over)."""
+        self.sdk.close()
+
 
 _CONFIGURATION_ERRORS: tuple[tuple[type[Exception], str], ...] = (
     (anthropic.AuthenticationError, "the Anthropic API key was refused (401): check ANTHROPIC_API_KEY"),
