@@ -13,7 +13,7 @@ import sys
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -77,8 +77,9 @@ def run(
 
     environment.configure(settings.resolved_home())
     log = run_log.start(settings.resolved_home())
-    report = _run_flow(settings, log, hours, max_errors, max_issues, dry_run, mode.value if mode else settings.mode, agent, until,
-                       settings_block)
+    report = _run_flow(settings, log, dict(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run,
+                                           mode=mode.value if mode else settings.mode, agent=agent, until=until,
+                                           settings_block=settings_block))
     if output is Output.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
@@ -105,7 +106,8 @@ def _preflight(settings: Settings) -> None:
         _fail("; ".join(f"{c.name}: {c.detail}" for c in bad), 2)
 
 
-def _run_flow(settings: Settings, log: Path, hours, max_errors, max_issues, dry_run, mode, agent, until, settings_block):
+def _run_flow(settings: Settings, log: Path, parameters: dict[str, Any]):
+    """The night in this process with the flow's `parameters`; an expected failure is one line on stderr."""
     from nightwatch import environment, run_log
     from nightwatch.errors import USER_ERRORS
 
@@ -120,8 +122,7 @@ def _run_flow(settings: Settings, log: Path, hours, max_errors, max_issues, dry_
 
                 for line in release_orphaned_slots([API_LIMIT, settings.investigation_concurrency_limit]):
                     run_log.say(f"freed {line}")
-            return run_night(since_hours=hours, max_errors=max_errors, max_issues=max_issues, dry_run=dry_run, mode=mode,
-                             agent=agent, until=until, settings_block=settings_block)
+            return run_night(**parameters)
     except USER_ERRORS as exc:
         run_log.record_traceback(exc)
         _fail(str(exc), 2)

@@ -475,21 +475,10 @@ def _keyed_value(text: str, m: re.Match[str]) -> tuple[int, int, str | None]:
         value, vstart, vend = v.group(quoted), v.start(quoted), v.end(quoted)
         keep = _keep_quoted(value, key, "`" if quoted == "bq" else '"')
     else:
-        value, vstart, vend = v.group("uv"), v.start("uv"), v.end("uv")
-        code = sep == "==" or (sep == ":" and not _line_start(text, m.start())) or (sep == "=" and bool(m.group("sp1")))
-        if sep == ":" and re.fullmatch(r"[A-Za-z][A-Za-z'\-]*", value) and re.match(r" +[A-Za-z]", text[vend:vend + 3]):
-            return 0, 0, None  # prose: "token: GNU-style groups", ":param password: Unicode password."
-        if sep == ":" and _line_start(text, m.start()) and not env_style:
-            vend = _yaml_value_end(text, vstart)
-            value = text[vstart:vend]
-            if "," in value and not value.startswith(("[", "{")):  # a line of a Ruby/Python hash or signature, not YAML
-                vend = vstart + value.index(",")
-                value = value[: value.index(",")]
-                code = True
-        if not env_style and value.endswith((":", ";")):
-            vend -= 1
-            value = value[:-1]
-        keep = _keep_unquoted(value, key, env_style, text, vend, code)
+        unquoted = _unquoted_value(text, m, v, env_style)
+        if unquoted is None:
+            return 0, 0, None
+        value, vstart, vend, keep = unquoted
     if text.startswith(" " + REDACTED, vend):
         keep = True  # a scheme whose credential an earlier rule already took: `Authorization: Digest [REDACTED]`
     if keep or (strength == "weak" and (len(value) < 16 or not _high_entropy(value))):
@@ -501,6 +490,26 @@ def _keyed_value(text: str, m: re.Match[str]) -> tuple[int, int, str | None]:
     if scheme:
         return vstart + scheme.end(), vend, REDACTED
     return vstart, vend, REDACTED
+
+
+def _unquoted_value(text: str, m: re.Match[str], v: re.Match[str], env_style: bool) -> tuple[str, int, int, bool] | None:
+    """(value, start, end, keep) of an unquoted value after a secret-named key; None when it is prose, not a value."""
+    key, sep = m.group("key"), m.group("sep")
+    value, vstart, vend = v.group("uv"), v.start("uv"), v.end("uv")
+    code = sep == "==" or (sep == ":" and not _line_start(text, m.start())) or (sep == "=" and bool(m.group("sp1")))
+    if sep == ":" and re.fullmatch(r"[A-Za-z][A-Za-z'\-]*", value) and re.match(r" +[A-Za-z]", text[vend:vend + 3]):
+        return None  # prose: "token: GNU-style groups", ":param password: Unicode password."
+    if sep == ":" and _line_start(text, m.start()) and not env_style:
+        vend = _yaml_value_end(text, vstart)
+        value = text[vstart:vend]
+        if "," in value and not value.startswith(("[", "{")):  # a line of a Ruby/Python hash or signature, not YAML
+            vend = vstart + value.index(",")
+            value = value[: value.index(",")]
+            code = True
+    if not env_style and value.endswith((":", ";")):
+        vend -= 1
+        value = value[:-1]
+    return value, vstart, vend, _keep_unquoted(value, key, env_style, text, vend, code)
 
 
 def _line_start(text: str, index: int) -> bool:

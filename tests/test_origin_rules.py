@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nightwatch.agent.origin_rules import assignment_query, callbacks, find_origin, nil_receiver
+from nightwatch.agent.origin_rules import Site, assignment_query, callbacks, find_origin, nil_receiver
 
 STORIES = """class StoriesController < ApplicationController
   before_action :require_logged_in_user_or_400,
@@ -68,31 +68,27 @@ def test_callback_declarations_span_lines_and_both_option_syntaxes() -> None:
 
 def test_a_callback_named_after_the_nil_receiver_that_skips_the_action_is_the_origin() -> None:
     origin = find_origin(message="undefined method `is_moderator?' for nil:NilClass", transaction="Controller/stories/check_url_dupe",
-                         crash=("app/controllers/stories_controller.rb", 13, "story_params"), source=numbered(STORIES),
-                         caller=None, assignment_hits="")
+                         crash=Site(("app/controllers/stories_controller.rb", 13, "story_params"), numbered(STORIES)))
     assert origin is not None and origin.line == 2 and "does not run for `check_url_dupe`" in origin.note
 
 
 def test_a_crash_inside_a_callback_points_at_its_declaration() -> None:
     origin = find_origin(message="undefined method `touch_all' for nil", transaction="Controller/stories/update",
-                         crash=("app/controllers/stories_controller.rb", 26, "StoriesController#mark_read"),
-                         source=numbered(STORIES), caller=None, assignment_hits="")
+                         crash=Site(("app/controllers/stories_controller.rb", 26, "StoriesController#mark_read"), numbered(STORIES)))
     assert origin is not None and origin.line == 6 and "after_action `mark_read`" in origin.note
 
 
 def test_a_local_assigned_from_a_lookup_that_can_return_nil() -> None:
     origin = find_origin(message="undefined method `title' for nil", transaction="Controller/stories/show",
-                         crash=("app/controllers/stories_controller.rb", 20, "show"), source=numbered(STORIES), caller=None,
-                         assignment_hits="")
+                         crash=Site(("app/controllers/stories_controller.rb", 20, "show"), numbered(STORIES)))
     assert origin is not None and origin.line == 19
 
 
 def test_an_application_raise_points_at_the_callers_rescues() -> None:
     sponge = numbered("class Sponge\n  def fetch(url)\n    raise DNSError.new(\"couldn't resolve\")\n  end\nend\n")
     origin = find_origin(error_class="DNSError", message="couldn't resolve", transaction="Controller/settings/disconnect",
-                         crash=("extras/sponge.rb", 3, "Sponge#fetch"), source=sponge,
-                         caller=("app/models/mastodon_app.rb", 3, "MastodonApp#revoke_token"), assignment_hits="",
-                         caller_source=numbered(APP))
+                         crash=Site(("extras/sponge.rb", 3, "Sponge#fetch"), sponge),
+                         caller=Site(("app/models/mastodon_app.rb", 3, "MastodonApp#revoke_token"), numbered(APP)))
     assert origin is not None and (origin.file, origin.line) == ("app/models/mastodon_app.rb", 7)
     assert "not DNSError" in origin.note
 
@@ -100,8 +96,8 @@ def test_an_application_raise_points_at_the_callers_rescues() -> None:
 def test_a_library_error_about_its_input_points_at_the_caller_and_plain_crashes_stay_put() -> None:
     gateway = numbered("class PaymentGateway\n  def refund(amount)\n    Stripe::Refund.create(amount: amount)\n  end\nend\n")
     kwargs = dict(message="Amount must be no more than 10", transaction="Controller/orders/refund",
-                  crash=("app/services/payment_gateway.rb", 3, "refund"), source=gateway,
-                  caller=("app/controllers/orders_controller.rb", 49, "refund"), assignment_hits="")
+                  crash=Site(("app/services/payment_gateway.rb", 3, "refund"), gateway),
+                  caller=Site(("app/controllers/orders_controller.rb", 49, "refund")))
     origin = find_origin(error_class="Stripe::InvalidRequestError", raised_in_library=True, **kwargs)
     assert origin is not None and origin.line == 49
     assert find_origin(error_class="ActiveRecord::RecordNotFound", raised_in_library=True, **kwargs) is None

@@ -91,8 +91,9 @@ class ContextLayers:
         done = editing.applied(response)
         self.clearing = self.clearing or done.tool_uses_cleared > 0
         editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
-        calls.append(self._meter(response, iteration, calls, phase, int((time.monotonic() - started) * 1000), done,
-                                 watcher_actions, checkpoint_id))
+        calls.append(self._meter(response, self._context(
+            calls, iteration, phase, latency_ms=int((time.monotonic() - started) * 1000), edits_applied=done.count,
+            tokens_cleared=done.tokens_cleared, watcher_actions=watcher_actions, checkpoint_id=checkpoint_id)))
         state.append_assistant(assistant_content(response))
         compaction.absorb(state, self.runner.events, self.runner.fingerprint, iteration)
         return response
@@ -137,8 +138,8 @@ class ContextLayers:
             state.summary_failures += 1
             state.decide(iteration, f"summary failed ({type(exc).__name__}); the next one covers this gap")
             return
-        calls.append(self._meter(response, iteration, calls, "summarise", int((time.monotonic() - started) * 1000),
-                                 editing.AppliedEdits(), 0, None, model=request["model"]))
+        calls.append(self._meter(response, self._context(calls, iteration, "summarise", model=request["model"],
+                                                         latency_ms=int((time.monotonic() - started) * 1000))))
         text = compaction.summary_text(response)
         if text is None:
             state.summary_failures += 1
@@ -174,14 +175,16 @@ class ContextLayers:
             betas.append(compaction.COMPACTION_BETA)
         return betas, (BetaContextManagementConfigParam(edits=chosen) if chosen else None)
 
-    def _meter(self, response: Any, iteration: int, calls: list[ModelCall], phase: str, latency_ms: int,
-               done: editing.AppliedEdits, watcher_actions: int, checkpoint_id: str | None, model: str | None = None) -> ModelCall:
-        seq = sum(1 for c in calls if c.iteration == iteration)
-        call = metering.record(response, metering.CallContext(
+    def _context(self, calls: list[ModelCall], iteration: int, phase: str, model: str | None = None,
+                 **acted: Any) -> metering.CallContext:
+        """The row context of this investigation's next call; `acted` is what the layers did (edits, watcher, checkpoint)."""
+        return metering.CallContext(
             run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, model=model or self.config.model,
-            mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration, seq=seq,
-            phase=phase, latency_ms=latency_ms, edits_applied=done.count, tokens_cleared=done.tokens_cleared,
-            watcher_actions=watcher_actions, checkpoint_id=checkpoint_id))
+            mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration,
+            seq=sum(1 for c in calls if c.iteration == iteration), phase=phase, **acted)
+
+    def _meter(self, response: Any, context: metering.CallContext) -> ModelCall:
+        call = metering.record(response, context)
         self._charge(call)
         return call
 
@@ -189,11 +192,7 @@ class ContextLayers:
                     phase: str, model: str | None = None) -> None:
         """An `unconfirmed` row for each attempt of this call whose answer was lost, charged like any call."""
         for attempt in lost:
-            seq = sum(1 for c in calls if c.iteration == iteration)
-            call = metering.unconfirmed(params, attempt, metering.CallContext(
-                run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, model=model or self.config.model,
-                mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration, seq=seq,
-                phase=phase))
+            call = metering.unconfirmed(params, attempt, self._context(calls, iteration, phase, model))
             self._charge(call)
             calls.append(call)
 

@@ -21,8 +21,8 @@ from nightwatch.agent.emulated_api import EmulatedMessagesAPI
 from nightwatch.agent.emulated_cache import PromptCache
 from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.agent.file_view import numbered_lines
-from nightwatch.agent.heuristics import diagnose, triage_verdict
-from nightwatch.agent.origin_rules import Origin, assignment_query, find_origin, nil_receiver
+from nightwatch.agent.heuristics import Evidence, diagnose, triage_verdict
+from nightwatch.agent.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
 from nightwatch.agent.tools import SUBMIT_TOOL
 from nightwatch.prompts import previews_of
 
@@ -239,8 +239,8 @@ class OfflineAnalyst:
         hits = conv.result("search_code", query=query) if query else None
         caller = conv.caller_frame()
         return find_origin(error_class=conv.field("Error class"), message=conv.message, transaction=conv.field("Transaction"),
-                           crash=crash, source=source, caller=caller, assignment_hits=hits[0] if hits and not hits[1] else "",
-                           raised_in_library=conv.raised_in_library(), caller_source=conv.source_of(caller[0]) if caller else {})
+                           crash=Site(crash, source), caller=Site(caller, conv.source_of(caller[0])) if caller else None,
+                           assignment_hits=hits[0] if hits and not hits[1] else "", raised_in_library=conv.raised_in_library())
 
     def _analysis(self, conv: _Conversation) -> dict[str, Any]:
         frame = conv.defect_frame()
@@ -249,18 +249,10 @@ class OfflineAnalyst:
         search = conv.result("search_code", query=_failing_method(conv.message) or method)
         origin = self._origin(conv)
         crash = conv.top_frame()
-        return diagnose(
-            error_class=conv.field("Error class"),
-            transaction=conv.field("Transaction"),
-            message=conv.message,
-            path=path,
-            line=line,
-            method=method,
-            code_line=source.get(line, ""),
-            search_hits=search[0] if search and not search[1] else "",
-            crash=crash[:2] if crash else None,
-            origin=origin,
-        ).model_dump()
+        evidence = Evidence(error_class=conv.field("Error class"), transaction=conv.field("Transaction"), message=conv.message,
+                            path=path, line=line, method=method, code_line=source.get(line, ""),
+                            search_hits=search[0] if search and not search[1] else "")
+        return diagnose(evidence, crash[:2] if crash else None, origin).model_dump()
 
     def _tool_use(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"type": "tool_use", "id": f"toolu_offline_{next(self._ids):06d}", "name": name, "input": args}

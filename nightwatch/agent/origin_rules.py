@@ -12,11 +12,11 @@ Everything else: the origin is the crash site. Each rule reads only what the con
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nightwatch.agent.search_view import parse_hits
 
-_NIL_CALL = re.compile(r"undefined method [`'‘]([^'’`]+)['’`] for (?:nil|an instance of NilClass)|'NoneType' object has no attribute '([^']+)'")
+NIL_CALL = re.compile(r"undefined method [`'‘]([^'’`]+)['’`] for (?:nil|an instance of NilClass)|'NoneType' object has no attribute '([^']+)'")
 _RECEIVER = r"[@$]{0,2}[A-Za-z_]\w*(?:\.[A-Za-z_]\w*[?!]?)*"
 _CALLBACK = re.compile(r"^\s*(?:prepend_|append_)?(?P<kind>before|after|around)_(?:action|filter)\s+(?P<names>(?::[\w?!]+(?![\w?!]|\s*=>)\s*,\s*)*:[\w?!]+(?![\w?!]|\s*=>))(?P<opts>.*)$", re.S)
 _ACTIONS = r"(\[[^\]]*\]|:\w+|%i\[[^\]]*\]|%w\[[^\]]*\])"
@@ -33,7 +33,7 @@ class Origin:
 
 def nil_receiver(message: str, code_line: str) -> str | None:
     """The expression that was nil at the crash line: `@story` in `@story.title` for "undefined method `title' for nil"."""
-    match = _NIL_CALL.search(message)
+    match = NIL_CALL.search(message)
     if not match:
         return None
     called = match.group(1) or match.group(2)
@@ -48,19 +48,27 @@ def assignment_query(receiver: str | None) -> str | None:
     return None
 
 
-def find_origin(*, error_class: str = "", message: str, transaction: str, crash: Frame, source: dict[int, str],
-                caller: Frame | None, assignment_hits: str, raised_in_library: bool = False,
-                caller_source: dict[int, str] | None = None) -> Origin | None:
+@dataclass(frozen=True)
+class Site:
+    """A stack frame and the lines of its file that the conversation shows (by line number)."""
+
+    frame: Frame
+    source: dict[int, str] = field(default_factory=dict)
+
+
+def find_origin(*, error_class: str = "", message: str, transaction: str, crash: Site, caller: Site | None = None,
+                assignment_hits: str = "", raised_in_library: bool = False) -> Origin | None:
     """Where the defect is, when the rules can tell it from the crash site; None means the crash site itself."""
-    path, line, method = crash
+    (path, line, method), source = crash.frame, crash.source
     code = source.get(line, "")
     callback = _callback_declaration(source, method, path)
     if callback:
         return callback
     if caller and re.search(r"^\s*raise\b|\braise\s+\w", code):
-        return _missing_rescue(error_class, caller, caller_source or {})
+        return _missing_rescue(error_class, caller.frame, caller.source)
     if caller and ("wrong number of arguments" in message or (raised_in_library and _library_error(error_class))):
-        return Origin(caller[0], caller[1], f"the caller `{caller[2] or 'of this code'}` passes what the call rejects")
+        file, number, name = caller.frame
+        return Origin(file, number, f"the caller `{name or 'of this code'}` passes what the call rejects")
     receiver = nil_receiver(message, code)
     if receiver is None:
         return None

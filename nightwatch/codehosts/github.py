@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
 from itertools import islice
@@ -68,26 +69,29 @@ class GitHubError(CodeHostError):
         self.permanent = permanent
 
 
-def github_client(
-    token: SecretStr | str,
-    base_url: str = "https://api.github.com",
-    timeout: int = 15,
-    retries: int = 3,
-    backoff_factor: float = 0.5,
-    seconds_between_requests: float | None = 0.25,
-    seconds_between_writes: float | None = 1.0,
-) -> Github:
+@dataclass(frozen=True)
+class Pacing:
+    """How a GitHub client waits and retries: per-request timeout, retries on 429/5xx with backoff, and polite pacing."""
+
+    timeout: int = 15
+    retries: int = 3
+    backoff_factor: float = 0.5
+    seconds_between_requests: float | None = 0.25
+    seconds_between_writes: float | None = 1.0
+
+
+def github_client(token: SecretStr | str, base_url: str = "https://api.github.com", pacing: Pacing = Pacing()) -> Github:
     """A PyGithub client with bounded retries on 429/5xx for idempotent methods and polite pacing."""
     secret = token.get_secret_value() if isinstance(token, SecretStr) else token
     if not secret:
         raise GitHubError("no GitHub token: set GITHUB_TOKEN (or NIGHTWATCH_GITHUB_TOKEN)")
     retry = GithubRetry(
-        total=retries, backoff_factor=backoff_factor, status_forcelist=[429, *range(500, 600)],
+        total=pacing.retries, backoff_factor=pacing.backoff_factor, status_forcelist=[429, *range(500, 600)],
         allowed_methods=Retry.DEFAULT_ALLOWED_METHODS, max_rate_limit_wait=RATE_LIMIT_MAX_WAIT_S,
     )
     return Github(
-        base_url=base_url.rstrip("/"), auth=Auth.Token(secret), timeout=timeout, retry=retry, per_page=100,
-        seconds_between_requests=seconds_between_requests, seconds_between_writes=seconds_between_writes,
+        base_url=base_url.rstrip("/"), auth=Auth.Token(secret), timeout=pacing.timeout, retry=retry, per_page=100,
+        seconds_between_requests=pacing.seconds_between_requests, seconds_between_writes=pacing.seconds_between_writes,
     )
 
 
@@ -138,29 +142,21 @@ def _message(exc: GithubException) -> str:
 class GitHubRepoAdapter:
     """What every GitHub adapter shares: a configured client and the repository, opened on first use."""
 
-    def __init__(
-        self,
-        repo: str,
-        token: SecretStr,
-        base_url: str = "https://api.github.com",
-        timeout: int = 15,
-        retries: int = 3,
-        *,
-        label: str = "nightwatch",
-        backoff_factor: float = 0.5,
-        seconds_between_requests: float | None = 0.25,
-        seconds_between_writes: float | None = 1.0,
-    ) -> None:
+    def __init__(self, repo: str, token: SecretStr, base_url: str = "https://api.github.com", *, label: str = "nightwatch",
+                 **pacing: Any) -> None:
+        """`pacing`: the fields of `Pacing` to change (timeout, retries, backoff_factor, seconds_between_*)."""
         if not REPO_SLUG.match(repo or ""):
             raise CodeHostError(f"GitHub repository must look like owner/name, got {repo!r}")
         self.repo_name, self.label = repo, label
-        self._gh = github_client(
-            token, base_url, timeout, retries, backoff_factor, seconds_between_requests, seconds_between_writes
-        )
+        self._gh = github_client(token, base_url, Pacing(**pacing))
 
     @cached_property
     def repository(self) -> Repository:
         return open_repository(self._gh, self.repo_name)
+
+    def close(self) -> None:
+        """Close the client's connection pool (the night is over)."""
+        self._gh.close()
 
 
 class GitHubHost(GitHubRepoAdapter):
