@@ -46,14 +46,14 @@ from benchmarks.long_corpus import long_corpus  # noqa: E402
 from nightwatch.agent.caching import hit_rate  # noqa: E402
 from nightwatch.agent.checkpoints import CheckpointStore  # noqa: E402
 from nightwatch.agent.definitions import load_definition  # noqa: E402
-from nightwatch.agent.emulated_api import EmulatedMessagesAPI  # noqa: E402
-from nightwatch.agent.emulated_cache import PromptCache, prompt_blocks  # noqa: E402
 from nightwatch.agent.loop import LoopConfig, LoopOutcome, run_agent  # noqa: E402
 from nightwatch.agent.policy import ContextPolicy  # noqa: E402
 from nightwatch.agent.recall import EventLog  # noqa: E402
 from nightwatch.agent.tools import CodeCache, ToolRunner  # noqa: E402
 from nightwatch.codehosts.local import LocalRepoHost  # noqa: E402
 from nightwatch.models import TokenUsage  # noqa: E402
+from nightwatch.offline.emulated_api import EmulatedMessagesAPI  # noqa: E402
+from nightwatch.offline.emulated_cache import PromptCache, prompt_blocks  # noqa: E402
 from nightwatch.pricing import cost_usd, price_for  # noqa: E402
 from nightwatch.prompts import investigation_message  # noqa: E402
 from nightwatch.runtime import DEMO_APP  # noqa: E402

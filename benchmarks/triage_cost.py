@@ -114,10 +114,10 @@ def corpus(items, size: int):
 
 # cost ----------------------------------------------------------------------------------------
 def batch_triage(fake, items, home: Path, model: str):
-    from nightwatch.batch_ledger import LedgerStore
-    from nightwatch.batches import AnthropicBatches
-    from nightwatch.triage_batch import PollPolicy, collect, submit_or_resume, wait_for_batches
-    from nightwatch.triage_batching import plan_night
+    from nightwatch.triage.backends import AnthropicBatches
+    from nightwatch.triage.batch import PollPolicy, collect, submit_or_resume, wait_for_batches
+    from nightwatch.triage.ledger import LedgerStore
+    from nightwatch.triage.plan import plan_night
 
     backend = AnthropicBatches(sdk(fake))
     plan = plan_night("bench-batch", items, model, 5_000_000)
@@ -132,7 +132,7 @@ def batch_triage(fake, items, home: Path, model: str):
 
 def direct_triage(fake, items, model: str):
     from nightwatch.agent.client import AnthropicModelClient
-    from nightwatch.triage import known_prior, triage_direct, triage_params
+    from nightwatch.triage.verdict import known_prior, triage_direct, triage_params
 
     client = AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2)
     todo = [(e, triage_params(e, t, r.prior_analyses, model)) for e, t, r in items if known_prior(r.prior_analyses, r.file_digests)[0] is None]

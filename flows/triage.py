@@ -14,15 +14,15 @@ from collections import Counter
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from nightwatch.batch_ledger import BatchLedger
-from nightwatch.batches import BatchError
 from nightwatch.models import ErrorGroup, TraceData
 from nightwatch.night import current
 from nightwatch.redact import clean
 from nightwatch.research import ResearchContext
-from nightwatch.triage import TriageOutcome, mark_fallback, unanswered
-from nightwatch.triage_batch import record_handoff
-from nightwatch.triage_batching import TriagePlan
+from nightwatch.triage.backends import BatchError
+from nightwatch.triage.batch import record_handoff
+from nightwatch.triage.ledger import BatchLedger
+from nightwatch.triage.plan import TriagePlan
+from nightwatch.triage.verdict import TriageOutcome, mark_fallback, unanswered
 from tasks._prefect import from_cache
 from tasks.api_limits import api_slots
 from tasks.batch_handoff import can_hand_off, schedule_collect

@@ -133,7 +133,7 @@ def _result(subject: Investigation, kit: AgentKit, config: LoopConfig, outcome: 
         analysis=outcome.analysis,
         source="model",
         agent=kit.definition.name,
-        model="offline" if kit.client.offline else config.model,
+        model=kit.client.recorded_as(config.model, config.mode)[0],
         iterations=outcome.iterations,
         tokens=outcome.usage,
         cost_usd=round(sum(c.cost_usd for c in outcome.calls), 6),

@@ -33,6 +33,7 @@ _PRICES: list[tuple[str, Price]] = [
     ("claude-haiku-4", Price(1.0, 5.0)),
     ("claude-3-5-haiku", Price(0.8, 4.0)),
     ("offline", Price(0.0, 0.0)),
+    ("nightwatch-offline", Price(0.0, 0.0)),  # the offline model's responses name it so
 ]
 _UNKNOWN = Price(3.0, 15.0)  # priced as Sonnet so an unknown model is never reported as free
 

@@ -17,7 +17,7 @@ from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import deployment
 
-from nightwatch.batch_ledger import BatchLedger
+from nightwatch.triage.ledger import BatchLedger
 from tasks.context import RunContext
 
 COLLECT_DEPLOYMENT = "nightwatch/collect"

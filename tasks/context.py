@@ -133,4 +133,4 @@ def report_dir(ctx: RunContext) -> Path:
 
 def model_id(ctx: RunContext, model: str) -> str:
     """The model name a cache key uses: `offline` when no Anthropic key is configured."""
-    return "offline" if runtime(ctx).model_client.offline else model
+    return runtime(ctx).model_client.recorded_as(model, ctx.mode)[0]

@@ -12,22 +12,21 @@ from pydantic import Field
 
 from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.client import configuration_problem
-from nightwatch.batch_ledger import BatchLedger, LedgerStore, ledger_key
-from nightwatch.batches import BatchBackend, BatchRefused, build_batch_backend
 from nightwatch.models import ErrorGroup, Model, ModelCall, TraceData
 from nightwatch.night import current
 from nightwatch.redact import clean
 from nightwatch.research import ResearchContext
-from nightwatch.triage import TriageOutcome, known_prior, route, triage_direct, triage_params
-from nightwatch.triage_batch import PollPolicy, collect, submit_or_resume, wait_for_batches
-from nightwatch.triage_batching import TriagePlan, plan_night
+from nightwatch.triage.backends import BatchBackend, BatchRefused
+from nightwatch.triage.batch import PollPolicy, collect, submit_or_resume, wait_for_batches
+from nightwatch.triage.ledger import BatchLedger, LedgerStore, ledger_key
+from nightwatch.triage.plan import TriagePlan, plan_night
+from nightwatch.triage.verdict import TriageOutcome, known_prior, route, triage_direct, triage_params
 from tasks._prefect import key, nightwatch_task, raised
 from tasks.api_limits import api_call
 from tasks.context import RunContext, home, model_id, runtime, settings_for
 
 __all__ = ["TriageOutcome", "TriageRun", "triage_error", "plan_triage", "submit_triage_batches", "await_triage_batches",
            "collect_triage_batches"]
-OFFLINE_POLL = (0.2, 1.0)  # the offline backend ends within a second or two
 
 
 class TriageRun(Model):
@@ -87,7 +86,7 @@ def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research
 
 
 def batch_backend(ctx: RunContext) -> BatchBackend:
-    return build_batch_backend(runtime(ctx).model_client, home(ctx))
+    return runtime(ctx).model_client.batch_backend(home(ctx))
 
 
 def ledger_store(ctx: RunContext) -> LedgerStore:
@@ -101,7 +100,7 @@ def night_key(ctx: RunContext) -> str:
 
 def poll_policy(ctx: RunContext, hold_s: float | None) -> PollPolicy:
     s = settings_for(ctx)
-    initial, ceiling = OFFLINE_POLL if runtime(ctx).model_client.offline else (s.batch_poll_initial_s, s.batch_poll_max_s)
+    initial, ceiling = runtime(ctx).model_client.poll_interval(s.batch_poll_initial_s, s.batch_poll_max_s)
     return PollPolicy(initial_s=initial, max_s=ceiling, hold_s=hold_s, deadline_s=s.batch_deadline_s)
 
 

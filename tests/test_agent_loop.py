@@ -10,11 +10,11 @@ from anthropic.types.beta import BetaMessage
 
 from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.loop import LoopConfig, run_agent
-from nightwatch.agent.offline import OfflineModel
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache, ToolRunner
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.models import ErrorGroup, StackFrame, TraceData
+from nightwatch.offline.model import OfflineModel
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
 from tests.gitrepo import commit_all
@@ -77,6 +77,9 @@ class Scripted:
     def __init__(self, *replies: list[dict]) -> None:
         self.replies = list(replies)
         self.requests: list[dict] = []
+
+    def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
+        return model, mode
 
     def create(self, **params: Any) -> BetaMessage:
         self.requests.append(copy.deepcopy(params))  # as sent: the loop mutates its history afterwards

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import anthropic
 import pytest
 
-from nightwatch.batches import AnthropicBatches, BatchError, BatchRefused, build_batch_backend, entry_from_line
-from nightwatch.offline_batches import OfflineBatches
+from nightwatch.offline.batches import OfflineBatches
+from nightwatch.triage.backends import AnthropicBatches, BatchError, BatchRefused, entry_from_line
 from tests.fakes.anthropic import rate_limited, server_error
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
 
@@ -163,11 +163,17 @@ def test_unreachable_api_is_a_named_error():
         backend.retrieve("msgbatch_x")
 
 
-def test_backend_follows_the_model_client(tmp_path):
+def test_each_model_client_owns_its_batch_backend_poll_interval_and_recorded_name(tmp_path):
     from nightwatch.agent.client import AnthropicModelClient
-    from nightwatch.agent.offline import OfflineModel
+    from nightwatch.offline.model import OfflineModel
 
-    live = build_batch_backend(AnthropicModelClient("sk-ant-x", base_url="http://127.0.0.1:9"), tmp_path)
-    assert isinstance(live, AnthropicBatches) and not live.offline
-    offline = build_batch_backend(OfflineModel(), tmp_path)
-    assert isinstance(offline, OfflineBatches) and offline.offline and offline.root == tmp_path / "batches" / "offline"
+    claude = AnthropicModelClient("sk-ant-x", base_url="http://127.0.0.1:9")
+    live = claude.batch_backend(tmp_path)
+    assert isinstance(live, AnthropicBatches) and live.recorded_model("claude-haiku-4-5") == "claude-haiku-4-5"
+    assert claude.recorded_as("claude-haiku-4-5", "batch") == ("claude-haiku-4-5", "batch")
+    assert claude.poll_interval(15, 300) == (15, 300)
+    model = OfflineModel()
+    offline = model.batch_backend(tmp_path)
+    assert isinstance(offline, OfflineBatches) and offline.root == tmp_path / "batches" / "offline"
+    assert offline.recorded_model("claude-haiku-4-5") == "offline" == model.recorded_as("claude-haiku-4-5", "direct")[0]
+    assert model.poll_interval(15, 300) == (0.2, 1.0)

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from nightwatch.batches import BatchError
-from nightwatch.offline_batches import OfflineBatches
-from nightwatch.triage import parse_answer, route, triage_direct
+from nightwatch.offline.batches import OfflineBatches
+from nightwatch.triage.backends import BatchError
+from nightwatch.triage.verdict import parse_answer, route, triage_direct
 from tests.test_batches_api import _requests
 from tests.test_triage import _error, _traces
 
@@ -78,8 +78,8 @@ def test_creation_refuses_what_the_api_refuses(tmp_path):
 
 
 def test_offline_batch_answers_route_like_direct_calls(tmp_path):
-    from nightwatch.agent.offline import OfflineModel
-    from nightwatch.triage import triage_params
+    from nightwatch.offline.model import OfflineModel
+    from nightwatch.triage.verdict import triage_params
 
     clock = Clock()
     backend = OfflineBatches(tmp_path, processing_s=0.5, clock=clock)

@@ -16,12 +16,12 @@ from nightwatch.agent.budgets import (
 )
 from nightwatch.agent.definitions import load_definition
 from nightwatch.agent.loop import run_agent
-from nightwatch.agent.offline import OfflineModel
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache
 from nightwatch.investigate import AgentKit, Investigation, investigate_error
 from nightwatch.models import TokenUsage, TriageVerdict
 from nightwatch.night import Night
+from nightwatch.offline.model import OfflineModel
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
 from tests.test_agent_loop import VALID, Scripted, _case, _repo, _use

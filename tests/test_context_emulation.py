@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from nightwatch.agent.emulated_api import EmulatedAPIError, EmulatedMessagesAPI
-from nightwatch.agent.emulated_cache import PromptCache, prompt_blocks
-from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
+from nightwatch.offline.emulated_api import EmulatedAPIError, EmulatedMessagesAPI
+from nightwatch.offline.emulated_cache import PromptCache, prompt_blocks
+from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 
 BIG = "x = 1  # filler line of code\n" * 400  # ~3,000 tokens
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from nightwatch.agent.client import AnthropicModelClient
-from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.agent.loop import run_agent
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog, recall
+from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 from tests.fakes.anthropic import FakeAnthropic
 from tests.test_agent_loop import _case
 from tests.test_context_live_path import _config

@@ -23,15 +23,15 @@ from pydantic import BaseModel
 
 from nightwatch.agent.compaction import SUMMARY_TOOL, summary_text
 from nightwatch.agent.definitions import list_definitions
-from nightwatch.agent.emulated_api import EmulatedMessagesAPI
 from nightwatch.agent.loop import LoopConfig, run_agent
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, TOOL_SCHEMAS, CodeCache, ToolRunner
 from nightwatch.models import Analysis
+from nightwatch.offline.emulated_api import EmulatedMessagesAPI
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
-from nightwatch.triage import TRIAGE_TOOL, TriageAnswer, parse_answer, triage_params
+from nightwatch.triage.verdict import TRIAGE_TOOL, TriageAnswer, parse_answer, triage_params
 from tests.fakes.anthropic import GenericModel
 from tests.fakes.schema_fill import fill
 from tests.test_agent_loop import _case, _repo
@@ -48,6 +48,9 @@ class Recording:
     def __init__(self) -> None:
         self.api = EmulatedMessagesAPI(GenericModel())
         self.requests: list[dict[str, Any]] = []
+
+    def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
+        return self.api.recorded_as(model, mode)
 
     def create(self, **params: Any):
         self.requests.append(copy.deepcopy(params))

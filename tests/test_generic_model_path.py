@@ -22,7 +22,7 @@ from nightwatch.models import Analysis, ErrorGroup, StackFrame, TraceData
 from nightwatch.research import ResearchContext
 from nightwatch.runtime import DEMO_APP
 from nightwatch.settings import Settings
-from nightwatch.triage import TRIAGE_TOOL, route, triage_direct, triage_params
+from nightwatch.triage.verdict import TRIAGE_TOOL, route, triage_direct, triage_params
 from tests.fakes.anthropic import FakeAnthropic, anthropic_env
 
 ERROR = ErrorGroup(error_class="NoMethodError", transaction="Controller/orders/show",

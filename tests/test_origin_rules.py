@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nightwatch.agent.origin_rules import Site, assignment_query, callbacks, find_origin, nil_receiver
+from nightwatch.offline.origin_rules import Site, assignment_query, callbacks, find_origin, nil_receiver
 
 STORIES = """class StoriesController < ApplicationController
   before_action :require_logged_in_user_or_400,

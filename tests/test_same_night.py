@@ -26,7 +26,7 @@ import pytest
 from nightwatch.agent.checkpoints import CheckpointStore
 from nightwatch.models import Analysis, RunReport
 from nightwatch.settings import Settings
-from nightwatch.triage import TRIAGE_TOOL
+from nightwatch.triage.verdict import TRIAGE_TOOL
 from tests.fakes.anthropic import FakeAnthropic, GenericModel, anthropic_env
 from tests.fakes.http import Reply, Request
 from tests.views import rows as view_rows

@@ -1,8 +1,8 @@
 from datetime import datetime, timezone
 
-from nightwatch.agent.offline import OfflineModel
 from nightwatch.models import ErrorGroup, PriorAnalysis, StackFrame, TraceData
-from nightwatch.triage import TriageAnswer, known_prior, parse_answer, route, triage_direct, triage_params
+from nightwatch.offline.model import OfflineModel
+from nightwatch.triage.verdict import TriageAnswer, known_prior, parse_answer, route, triage_direct, triage_params
 
 
 def _error(cls: str, msg: str, txn: str = "Controller/orders/show", status: int | None = 500) -> ErrorGroup:
@@ -42,7 +42,7 @@ def test_config_errors_stand_on_triage():
 def test_unparsable_answer_is_named():
     import pytest
 
-    from nightwatch.triage import TriageParseError
+    from nightwatch.triage.verdict import TriageParseError
 
     with pytest.raises(TriageParseError, match="schema"):
         parse_answer([{"type": "tool_use", "name": "submit_triage", "input": {"severity": "apocalyptic"}}])

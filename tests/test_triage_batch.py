@@ -7,12 +7,12 @@ from datetime import datetime, timedelta, timezone
 import anthropic
 import pytest
 
-from nightwatch.batch_ledger import LedgerError, LedgerStore, ledger_key
-from nightwatch.batches import AnthropicBatches, BatchError, BatchRefused
 from nightwatch.pricing import cost_usd
 from nightwatch.research import ResearchContext
-from nightwatch.triage_batch import PollPolicy, collect, new_ledger, submit_or_resume, wait_for_batches
-from nightwatch.triage_batching import plan_night
+from nightwatch.triage.backends import AnthropicBatches, BatchError, BatchRefused
+from nightwatch.triage.batch import PollPolicy, collect, new_ledger, submit_or_resume, wait_for_batches
+from nightwatch.triage.ledger import LedgerError, LedgerStore, ledger_key
+from nightwatch.triage.plan import plan_night
 from tests.fakes.anthropic import server_error
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
 from tests.fakes.http import Reply

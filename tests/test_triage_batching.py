@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from nightwatch.batches import CUSTOM_ID
 from nightwatch.research import ResearchContext
 from nightwatch.tokens import EstimatingCounter
-from nightwatch.triage import triage_params
-from nightwatch.triage_batching import (
+from nightwatch.triage.backends import CUSTOM_ID
+from nightwatch.triage.plan import (
     BatchPlanError,
     TriageRequest,
     custom_id_for,
@@ -17,6 +16,7 @@ from nightwatch.triage_batching import (
     plan_night,
     triage_request,
 )
+from nightwatch.triage.verdict import triage_params
 from tests.test_triage import _error, _prior, _traces
 
 

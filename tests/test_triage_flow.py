@@ -20,8 +20,8 @@ from prefect.client.schemas.sorting import FlowRunSort
 from prefect.settings import PREFECT_API_URL
 
 from flows.nightwatch import nightwatch_flow, run_night
-from nightwatch.batch_ledger import LedgerStore
 from nightwatch.render.summary import text_summary
+from nightwatch.triage.ledger import LedgerStore
 from tasks.api_limits import API_LIMIT
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
 from tests.views import rows as view_rows

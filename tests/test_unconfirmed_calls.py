@@ -15,12 +15,12 @@ import pytest
 from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.loop import run_agent
-from nightwatch.agent.offline import SUMMARY_TOOL
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.models import TokenUsage
+from nightwatch.offline.model import SUMMARY_TOOL
 from nightwatch.pricing import cost_usd
 from nightwatch.tokens import EstimatingCounter
-from nightwatch.triage import triage_direct, triage_params
+from nightwatch.triage.verdict import triage_direct, triage_params
 from tests.fakes.anthropic import FakeAnthropic, malformed, overloaded, slow
 from tests.fakes.http import Reply
 from tests.test_agent_loop import _case, _config

@@ -6,6 +6,7 @@ is the anthropic SDK (its retries, timeouts and beta headers); the offline model
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 import anthropic
@@ -13,13 +14,27 @@ from anthropic.types.beta import BetaMessage
 
 from nightwatch.agent import metering
 from nightwatch.settings import Settings
+from nightwatch.triage.backends import AnthropicBatches, BatchBackend
 
 
 class ModelClient(Protocol):
+    """A model behind the Messages API. It owns its identity: what its rows are recorded as, its batch backend and how
+    often a batch of its is polled; `offline` is for the report's labels."""
+
     name: str
     offline: bool
 
     def create(self, **params: Any) -> BetaMessage: ...
+
+    def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
+        """The (model, mode) a call for `model` in `mode` is recorded and priced as."""
+        ...
+
+    def batch_backend(self, home: Path) -> BatchBackend: ...
+
+    def poll_interval(self, initial_s: float, max_s: float) -> tuple[float, float]:
+        """How often a batch of this client's is polled, given the settings' interval."""
+        ...
 
 
 class AnthropicModelClient:
@@ -40,6 +55,15 @@ class AnthropicModelClient:
     def close(self) -> None:
         """Close the SDK's HTTP client (the night is over)."""
         self.sdk.close()
+
+    def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
+        return model, mode
+
+    def batch_backend(self, home: Path) -> BatchBackend:
+        return AnthropicBatches(self.sdk)
+
+    def poll_interval(self, initial_s: float, max_s: float) -> tuple[float, float]:
+        return initial_s, max_s
 
 
 _CONFIGURATION_ERRORS: tuple[tuple[type[Exception], str], ...] = (
@@ -67,7 +91,7 @@ def build_model_client(settings: Settings) -> ModelClient:
             max_retries=settings.anthropic_max_retries,
             timeout_s=settings.anthropic_timeout_s,
         )
-    from nightwatch.agent.offline import OfflineModel
+    from nightwatch.offline.model import OfflineModel
 
     return OfflineModel()
 

@@ -178,10 +178,11 @@ class ContextLayers:
     def _context(self, calls: list[ModelCall], iteration: int, phase: str, model: str | None = None,
                  **acted: Any) -> metering.CallContext:
         """The row context of this investigation's next call; `acted` is what the layers did (edits, watcher, checkpoint)."""
+        recorded_model, mode = self.client.recorded_as(model or self.config.model, self.config.mode)
         return metering.CallContext(
-            run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, model=model or self.config.model,
-            mode=self.config.mode, cache_ttl=self.policy.cache_ttl, offline=self.client.offline, iteration=iteration,
-            seq=sum(1 for c in calls if c.iteration == iteration), phase=phase, **acted)
+            run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, model=recorded_model, mode=mode,
+            cache_ttl=self.policy.cache_ttl, iteration=iteration, seq=sum(1 for c in calls if c.iteration == iteration),
+            phase=phase, **acted)
 
     def _meter(self, response: Any, context: metering.CallContext) -> ModelCall:
         call = metering.record(response, context)

@@ -49,7 +49,6 @@ class CallContext:
     model: str
     mode: str
     cache_ttl: str
-    offline: bool
     iteration: int
     seq: int
     phase: str = "investigate"
@@ -87,13 +86,14 @@ def _call_id(ctx: CallContext) -> str:
 
 
 def record(response: Any, ctx: CallContext) -> ModelCall:
+    """The row of an answered call (`ctx.model` and `ctx.mode` as the client records them), priced by the model that
+    answered (`response.model`)."""
     usage = usage_of(response)
-    model = "offline" if ctx.offline else ctx.model
     return ModelCall(
         call_id=_call_id(ctx),
         run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,  # type: ignore[arg-type]
-        model=model, mode="offline" if ctx.offline else ctx.mode, usage=usage,  # type: ignore[arg-type]
-        cost_usd=cost_usd(model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl),
+        model=ctx.model, mode=ctx.mode, usage=usage,  # type: ignore[arg-type]
+        cost_usd=cost_usd(getattr(response, "model", None) or ctx.model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl),
         price_table=PRICE_TABLE_VERSION, latency_ms=ctx.latency_ms, stop_reason=response.stop_reason or "",
         edits_applied=ctx.edits_applied, tokens_cleared=ctx.tokens_cleared,
         compactions=ctx.compactions + compactions_in(response), watcher_actions=ctx.watcher_actions,
@@ -137,11 +137,10 @@ def estimated_usage(params: dict[str, Any]) -> TokenUsage:
 def unconfirmed(params: dict[str, Any], lost: LostAttempt, ctx: CallContext) -> ModelCall:
     """The row of an attempt whose answer was lost: estimated input, no output, `status='unconfirmed'`."""
     usage = estimated_usage(params)
-    model = "offline" if ctx.offline else ctx.model
     return ModelCall(
         call_id=_call_id(ctx), run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,  # type: ignore[arg-type]
-        model=model, mode="offline" if ctx.offline else ctx.mode, usage=usage,  # type: ignore[arg-type]
-        cost_usd=cost_usd(model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl), price_table=PRICE_TABLE_VERSION,
+        model=ctx.model, mode=ctx.mode, usage=usage,  # type: ignore[arg-type]
+        cost_usd=cost_usd(ctx.model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl), price_table=PRICE_TABLE_VERSION,
         latency_ms=lost.latency_ms, started_at=lost.started_at, status="unconfirmed",
     )
 

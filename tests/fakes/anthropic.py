@@ -2,7 +2,7 @@
 
 The real anthropic SDK talks to it (base_url), so tests cover the live path: headers, beta flags,
 retries on 429/529/500, and bodies. Every request goes through the emulated server side
-(nightwatch/agent/emulated_api.py): the `anthropic-beta` header and `context_management` shapes
+(nightwatch/offline/emulated_api.py): the `anthropic-beta` header and `context_management` shapes
 are validated (a 400 `invalid_request_error` otherwise), context edits and compaction are applied
 to the history the brain sees, and usage carries cache writes and reads. Before that, the request
 itself must be one the real API accepts (`request_problem`): known top-level fields, `model` and
@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from jsonschema import Draft202012Validator, SchemaError
 
-from nightwatch.agent.emulated_api import EmulatedAPIError, EmulatedMessagesAPI
-from nightwatch.agent.offline import SUMMARY_TOOL, OfflineAnalyst
+from nightwatch.offline.emulated_api import EmulatedAPIError, EmulatedMessagesAPI
+from nightwatch.offline.model import SUMMARY_TOOL, OfflineAnalyst
 from nightwatch.tokens import EstimatingCounter
 from tests.fakes.http import FakeHTTPServer, Reply, Request
 from tests.fakes.schema_fill import fill

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from nightwatch.agent.offline import OfflineModel
+from nightwatch.offline.model import OfflineModel
 from tests.fakes.anthropic import API_KEY, FakeAnthropic
 from tests.fakes.http import Reply, Request
 

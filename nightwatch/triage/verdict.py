@@ -15,7 +15,6 @@ from pydantic import Field, ValidationError
 from nightwatch.agent import metering
 from nightwatch.agent.client import ModelClient
 from nightwatch.agent.tool_schema import model_tool
-from nightwatch.batches import usage_from
 from nightwatch.models import (
     Category,
     Complexity,
@@ -31,6 +30,7 @@ from nightwatch.models import (
 )
 from nightwatch.pricing import PRICE_TABLE_VERSION, cost_usd
 from nightwatch.prompts import error_header, priors_section, trace_summary
+from nightwatch.triage.backends import usage_from
 
 TRIAGE_TOOL = "submit_triage"
 KNOWN_MIN_SCORE = 0.8
@@ -106,10 +106,10 @@ def parse_answer(content: list[Any]) -> TriageAnswer:
 
 def triage_call_record(run_id: str, fingerprint: str, model: str, usage: TokenUsage, mode: Literal["direct", "batch", "offline"],
                        latency_ms: int, stop_reason: str) -> ModelCall:
-    priced = "offline" if mode == "offline" else model
+    """The row of one triage call; `model` as the client (or batch backend) records it."""
     return ModelCall(
         call_id=f"{run_id}:{fingerprint}:triage:{mode}", run_id=run_id, fingerprint=fingerprint, phase="triage", iteration=1,
-        model=priced, mode=mode, usage=usage, cost_usd=cost_usd(priced, usage, batch=mode == "batch"),
+        model=model, mode=mode, usage=usage, cost_usd=cost_usd(model, usage, batch=mode == "batch"),
         price_table=PRICE_TABLE_VERSION, latency_ms=latency_ms, stop_reason=stop_reason,
     )
 
@@ -124,17 +124,18 @@ def triage_direct(client: ModelClient, params: dict[str, Any], run_id: str, fing
     a `finally` meters everything; the returned call is the last of them.
     """
     rows = calls if calls is not None else []
-    mode: Literal["direct", "offline"] = "offline" if client.offline else "direct"
+    recorded_model, mode = client.recorded_as(params["model"], "direct")
     started = time.monotonic()
     with metering.lost_attempts() as lost:
         try:
             response = client.create(**params)
         finally:
             for n, attempt in enumerate(lost, 1):
-                row = triage_call_record(run_id, fingerprint, params["model"], metering.estimated_usage(params), mode, attempt.latency_ms, "")
+                row = triage_call_record(run_id, fingerprint, recorded_model, metering.estimated_usage(params), mode,  # type: ignore[arg-type]
+                                         attempt.latency_ms, "")
                 rows.append(row.model_copy(update={"call_id": f"{row.call_id}.lost{n}", "status": "unconfirmed",
                                                    "started_at": attempt.started_at}))
-    call = triage_call_record(run_id, fingerprint, params["model"], usage_from(response.usage), mode,
+    call = triage_call_record(run_id, fingerprint, recorded_model, usage_from(response.usage), mode,  # type: ignore[arg-type]
                               int((time.monotonic() - started) * 1000), response.stop_reason or "")
     rows.append(call)
     return parse_answer(response.content), call

@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from nightwatch.atomic import atomic_write_text
-from nightwatch.batches import CUSTOM_ID, MAX_BYTES, MAX_REQUESTS, BatchEntry, BatchError, BatchRefused, BatchStatus, usage_from
+from nightwatch.triage.backends import (
+    CUSTOM_ID,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    BatchEntry,
+    BatchError,
+    BatchRefused,
+    BatchStatus,
+    usage_from,
+)
 
 EXPIRY = timedelta(hours=24)
 
@@ -47,6 +56,9 @@ def check_requests(requests: list[dict[str, Any]]) -> None:
 
 class OfflineBatches:
     offline = True
+
+    def recorded_model(self, model: str) -> str:
+        return "offline"
 
     def __init__(self, root: Path, model: Any = None, processing_s: float = 1.0, clock: Callable[[], datetime] = utcnow) -> None:
         self.root = root
@@ -112,7 +124,7 @@ class OfflineBatches:
 
     def _answer(self, request: dict[str, Any]) -> BatchEntry:
         if self._model is None:
-            from nightwatch.agent.offline import OfflineModel
+            from nightwatch.offline.model import OfflineModel
 
             self._model = OfflineModel()
         message = self._model.create(**request["params"])

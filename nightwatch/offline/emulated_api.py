@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from anthropic.types.beta import BetaMessage
 
-from nightwatch.agent import emulated_edits as edits
-from nightwatch.agent.emulated_cache import PromptCache, prompt_blocks
+from nightwatch.offline import emulated_edits as edits
+from nightwatch.offline.emulated_cache import PromptCache, prompt_blocks
 from nightwatch.tokens import estimate_text
 
 BETA_CONTEXT_MANAGEMENT = "context-management-2025-06-27"
@@ -59,6 +59,10 @@ class EmulatedMessagesAPI:
         self.brain = brain
         self.cache = cache if cache is not None else PromptCache()
         self._ids = itertools.count(1)
+
+    def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
+        """An emulation of Claude's API records its calls as Claude's (the offline model says otherwise)."""
+        return model, mode
 
     def create(self, **params: Any) -> BetaMessage:
         betas = list(params.pop("betas", None) or [])

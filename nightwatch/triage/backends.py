@@ -2,13 +2,13 @@
 
 A backend creates a batch, reports its status, finds a batch by when it was created (to adopt one
 whose id a crashed run never saved), streams its results and cancels it. The live backend is the
-anthropic SDK's `messages.batches`; `nightwatch.offline_batches` is the offline one. Results are
+anthropic SDK's `messages.batches`; `nightwatch.offline.batches` is the offline one. Results are
 read line by line: one unreadable line costs one entry (which then falls back), never the file.
 
 Creating a batch is not idempotent: the live `create` sends its POST once, with the SDK's retries off,
 because a retry after a reset or a 5xx that came after the server had made the batch makes a second,
 orphaned one (paid twice). Any failure but a refusal may therefore have created the batch;
-`nightwatch.triage_batch` looks for it through `find` before it creates again (at most twice).
+`nightwatch.triage.batch` looks for it through `find` before it creates again (at most twice).
 """
 
 from __future__ import annotations
@@ -75,6 +75,10 @@ class BatchEntry(Model):
 class BatchBackend(Protocol):
     offline: bool
 
+    def recorded_model(self, model: str) -> str:
+        """The model name the rows of this backend's answers are recorded and priced as."""
+        ...
+
     def create(self, requests: list[dict[str, Any]]) -> BatchStatus: ...
     def retrieve(self, batch_id: str) -> BatchStatus: ...
     def find(self, created_after: datetime, size: int, exclude: set[str]) -> BatchStatus | None: ...
@@ -123,6 +127,9 @@ class AnthropicBatches:
     """The Message Batches API through the anthropic SDK (its retries, timeouts and auth)."""
 
     offline = False
+
+    def recorded_model(self, model: str) -> str:
+        return model
 
     def __init__(self, sdk: anthropic.Anthropic) -> None:
         self.sdk = sdk
@@ -175,16 +182,6 @@ class AnthropicBatches:
             raise (BatchRefused if refused else BatchError)(f"Message Batches {what} failed: {exc.message}") from exc
         except anthropic.AnthropicError as exc:
             raise BatchError(f"Message Batches {what} failed: {getattr(exc, 'message', exc)}") from exc
-
-
-def build_batch_backend(model_client: Any, home: Any) -> BatchBackend:
-    """The live API when the model client is Claude's SDK, the offline backend otherwise."""
-    sdk = getattr(model_client, "sdk", None)
-    if sdk is not None and not getattr(model_client, "offline", False):
-        return AnthropicBatches(sdk)
-    from nightwatch.offline_batches import OfflineBatches
-
-    return OfflineBatches(home / "batches" / "offline")
 
 
 def adoption_window(intent_at: datetime, skew: timedelta = timedelta(minutes=5)) -> datetime:

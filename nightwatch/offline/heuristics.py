@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from nightwatch.agent.origin_rules import NIL_CALL, Origin
 from nightwatch.agent.search_view import parse_hits
 from nightwatch.models import Analysis, CodeLocation, FileChange
+from nightwatch.offline.origin_rules import NIL_CALL, Origin
 
 TRANSIENT = re.compile(r"Timeout|TimedOut|ReadTimeout|OpenTimeout|ECONNRESET|ECONNREFUSED|ConnectionError|"
                        r"ConnectionFailed|ServiceUnavailable|Deadlock|LockWait|TooManyRequests", re.I)

@@ -27,9 +27,9 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from nightwatch.atomic import atomic_write_text
-from nightwatch.batches import BatchStatus
 from nightwatch.models import Model, ModelCall
-from nightwatch.triage import TriageOutcome
+from nightwatch.triage.backends import BatchStatus
+from nightwatch.triage.verdict import TriageOutcome
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import Field
 
-from nightwatch.batches import CUSTOM_ID, MAX_BYTES, MAX_REQUESTS
 from nightwatch.models import ErrorGroup, Model, TraceData
 from nightwatch.research import ResearchContext
 from nightwatch.tokens import EstimatingCounter, TokenCounter
-from nightwatch.triage import TriageOutcome, known_prior, route, triage_params
+from nightwatch.triage.backends import CUSTOM_ID, MAX_BYTES, MAX_REQUESTS
+from nightwatch.triage.verdict import TriageOutcome, known_prior, route, triage_params
 
 ENVELOPE_BYTES = 64  # `{"requests": [...]}` and the commas between requests
 

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from nightwatch.batch_ledger import BatchLedger, Fallback, LedgerBatch, LedgerError, LedgerStore
-from nightwatch.batches import BatchBackend, BatchEntry, BatchError, BatchRefused, BatchStatus, adoption_window
 from nightwatch.redact import clean
-from nightwatch.triage import TriageOutcome, TriageParseError, parse_answer, route, triage_call_record
-from nightwatch.triage_batching import TriageRequest
+from nightwatch.triage.backends import BatchBackend, BatchEntry, BatchError, BatchRefused, BatchStatus, adoption_window
+from nightwatch.triage.ledger import BatchLedger, Fallback, LedgerBatch, LedgerError, LedgerStore
+from nightwatch.triage.plan import TriageRequest
+from nightwatch.triage.verdict import TriageOutcome, TriageParseError, parse_answer, route, triage_call_record
 
 Clock = Callable[[], datetime]
 MAX_CREATES = 2  # create calls per planned batch, ever: a third could only double a batch we failed to see
@@ -232,7 +232,7 @@ def read_batch(backend: BatchBackend, batch: LedgerBatch, run_id: str, model: st
         if fingerprint is None or fingerprint in outcomes or fingerprint in fallbacks:
             unreadable += entry.kind == "unreadable"
             continue
-        outcome, fallback = judge(entry, fingerprint, run_id, "offline" if backend.offline else model, latency)
+        outcome, fallback = judge(entry, fingerprint, run_id, backend.recorded_model(model), latency)
         if outcome is not None:
             outcomes[fingerprint] = outcome
         else:

@@ -15,15 +15,16 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from nightwatch.agent.emulated_api import EmulatedMessagesAPI
-from nightwatch.agent.emulated_cache import PromptCache
-from nightwatch.agent.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.agent.file_view import numbered_lines
-from nightwatch.agent.heuristics import Evidence, diagnose, triage_verdict
-from nightwatch.agent.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
 from nightwatch.agent.tools import SUBMIT_TOOL
+from nightwatch.offline.emulated_api import EmulatedMessagesAPI
+from nightwatch.offline.emulated_cache import PromptCache
+from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
+from nightwatch.offline.heuristics import Evidence, diagnose, triage_verdict
+from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
 from nightwatch.prompts import previews_of
 
 OFFLINE_MODEL_NAME = "nightwatch-offline-1"
@@ -258,6 +259,9 @@ class OfflineAnalyst:
         return {"type": "tool_use", "id": f"toolu_offline_{next(self._ids):06d}", "name": name, "input": args}
 
 
+OFFLINE_POLL = (0.2, 1.0)  # the offline batch backend ends within a second or two
+
+
 class OfflineModel(EmulatedMessagesAPI):
     """Deterministic stand-in for Claude behind the emulated API; every report labels its use."""
 
@@ -270,6 +274,17 @@ class OfflineModel(EmulatedMessagesAPI):
     def create(self, **params: Any):
         message = super().create(**params)
         return message.model_copy(update={"model": OFFLINE_MODEL_NAME})
+
+    def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
+        return "offline", "offline"
+
+    def batch_backend(self, home: Path) -> Any:
+        from nightwatch.offline.batches import OfflineBatches
+
+        return OfflineBatches(home / "batches" / "offline")
+
+    def poll_interval(self, initial_s: float, max_s: float) -> tuple[float, float]:
+        return OFFLINE_POLL
 
 
 def _recall_query(frame: tuple[str, int, str] | None) -> str:
