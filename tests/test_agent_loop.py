@@ -13,10 +13,10 @@ from nightwatch.agent.loop import LoopConfig, run_agent
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache, ToolRunner
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.offline.model import OfflineModel
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
+from tests.builders import app_frame, gem_frame, nil_error, traces_for
 from tests.gitrepo import commit_all
 
 CONTROLLER = """class OrdersController < ApplicationController
@@ -39,12 +39,8 @@ def _repo(tmp_path: Path) -> LocalRepoHost:
 
 
 def _case(tmp_path: Path):
-    error = ErrorGroup(error_class="NoMethodError", transaction="Controller/orders/show",
-                       message="undefined method `email' for nil:NilClass", occurrences=87)
-    traces = TraceData(fingerprint=error.fingerprint, stack_frames=[
-        StackFrame(file="app/controllers/orders_controller.rb", line=4, method="show", in_app=True),
-        StackFrame(file="/usr/local/bundle/gems/actionpack-7.1.3/lib/action_controller/metal.rb", line=6, method="dispatch"),
-    ])
+    error = nil_error()
+    traces = traces_for(error, app_frame(), gem_frame())
     runner = ToolRunner(cache=CodeCache(_repo(tmp_path)), traces=traces, events=EventLog(), run_id="r1",
                         fingerprint=error.fingerprint, allowed=load_definition("base-analyzer").tools)
     first = investigation_message(error, traces, ResearchContext(fingerprint=error.fingerprint))

@@ -13,9 +13,9 @@ from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
+from tests.builders import app_frame, nil_error, traces_for
 from tests.fakes.anthropic import FakeAnthropic
 from tests.gitrepo import commit_all
 from tests.test_agent_loop import CONTROLLER, _use
@@ -35,10 +35,8 @@ def _big_repo(tmp_path: Path) -> LocalRepoHost:
 
 
 def _setup(tmp_path: Path, reads: int):
-    error = ErrorGroup(error_class="NoMethodError", transaction="Controller/orders/show",
-                       message="undefined method `email' for nil:NilClass", occurrences=87)
-    traces = TraceData(fingerprint=error.fingerprint, stack_frames=[
-        StackFrame(file="app/controllers/orders_controller.rb", line=4, method="show", in_app=True)])
+    error = nil_error()
+    traces = traces_for(error, app_frame())
     events = EventLog(tmp_path / "events.jsonl")
     runner = ToolRunner(cache=CodeCache(_big_repo(tmp_path)), traces=traces, events=events, run_id="r1",
                         fingerprint=error.fingerprint, allowed=load_definition("base-analyzer").tools)

@@ -9,17 +9,16 @@ from nightwatch.agent.cross_error import CrossErrorNotes, note_for
 from nightwatch.agent.loop import run_agent
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import recall
-from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall, Window
+from nightwatch.models import ErrorAnalysisResult, ModelCall, RunReport, TokenUsage, ToolCall, Window
 from nightwatch.render.summary import text_summary
+from tests.builders import analysis, error_group, result_for
 from tests.fakes.anthropic import FakeAnthropic
 from tests.test_agent_loop import VALID, _case, _use
 from tests.test_context_live_path import _config
 
 
 def _result(cls: str, cause: str, run_id: str = "r1") -> ErrorAnalysisResult:
-    error = ErrorGroup(error_class=cls, transaction="Controller/orders/show", message="boom")
-    analysis = Analysis(title="t", reasoning="r", root_cause=cause, has_fix=False, confidence="low")
-    return ErrorAnalysisResult(run_id=run_id, error=error, analysis=analysis, files_examined=["app/models/order.rb"])
+    return result_for(error_group(cls, message="boom"), analysis(root_cause=cause), run_id, files_examined=["app/models/order.rb"])
 
 
 def test_cross_error_notes_are_short_redacted_newest_first_and_never_about_oneself():
@@ -31,7 +30,7 @@ def test_cross_error_notes_are_short_redacted_newest_first_and_never_about_onese
     assert all("sk_live_" not in n for n in recent)
     own = _result("Error5", "c").fingerprint
     assert not any(n.startswith("Error5") for n in notes.recent(excluding=own))
-    assert note_for(ErrorAnalysisResult(run_id="r", error=ErrorGroup(error_class="E", transaction="T"))) is None
+    assert note_for(result_for(error_group("E", "T"))) is None
 
 
 def test_cleared_thinking_goes_to_the_event_log(tmp_path):

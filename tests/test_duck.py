@@ -26,7 +26,6 @@ from knowledge_store.index import rebuild_index
 from knowledge_store.metrics import MetricsStore
 from knowledge_store.schema import MIGRATIONS, TABLES, apply_migrations, schema_for
 from nightwatch.models import (
-    Analysis,
     ErrorAnalysisResult,
     ErrorGroup,
     ModelCall,
@@ -35,6 +34,7 @@ from nightwatch.models import (
     ToolCall,
     Window,
 )
+from tests.builders import analysis as build_analysis
 
 STARTED = datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc)
 
@@ -53,7 +53,7 @@ def make_calls(
 
 def make_result(run_id: str, error_class: str, iterations: int) -> ErrorAnalysisResult:
     error = ErrorGroup(error_class=error_class, transaction="Controller/orders/update", message="m", occurrences=3)
-    analysis = Analysis(title="t", reasoning="r", root_cause="c", has_fix=False, confidence="low")
+    analysis = build_analysis(has_fix=False, confidence="low")
     return ErrorAnalysisResult(
         run_id=run_id, error=error, analysis=analysis, iterations=iterations, tokens=TokenUsage(input=1000),
         tool_calls=[ToolCall(run_id=run_id, fingerprint=error.fingerprint, iteration=1, name="read_file", ok=False)],

@@ -9,8 +9,9 @@ import pytest
 
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fix_gate import check_fix, parse_check
-from nightwatch.models import Analysis, FileChange
+from nightwatch.models import FileChange
 from nightwatch.symptom_patch import Crash, symptom_only_reason
+from tests.builders import analysis
 from tests.gitrepo import commit_all
 
 CHANNEL = """class ChannelsController < ApplicationController
@@ -121,7 +122,7 @@ def test_the_gate_runs_every_check_and_refuses_on_any_failure(tmp_path: Path) ->
     (root / "orders").mkdir()
     (root / "orders/views.py").write_text(ORDERS_PY)
     host = LocalRepoHost(commit_all(root))
-    symptom = Analysis(title="t", reasoning="r", root_cause="c", has_fix=True, confidence="high",
+    symptom = analysis(has_fix=True, confidence="high",
                        file_changes=[modify("app/controllers/tokens_controller.rb", "token: @user.token", "token: @user&.token")])
     gate, fix = check_fix(symptom, host, "medium", Crash("app/controllers/tokens_controller.rb", 4))
     assert fix is not None and not gate.passed

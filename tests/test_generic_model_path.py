@@ -18,19 +18,16 @@ from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SUBMIT_TOOL, CodeCache
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.investigate import AgentKit, Investigation, investigate_error
-from nightwatch.models import Analysis, ErrorGroup, StackFrame, TraceData
+from nightwatch.models import Analysis
 from nightwatch.research import ResearchContext
 from nightwatch.runtime import DEMO_APP
 from nightwatch.settings import Settings
 from nightwatch.triage.verdict import TRIAGE_TOOL, route, triage_direct, triage_params
+from tests.builders import app_frame, gem_frame, nil_error, traces_for
 from tests.fakes.anthropic import FakeAnthropic, anthropic_env
 
-ERROR = ErrorGroup(error_class="NoMethodError", transaction="Controller/orders/show",
-                   message="undefined method `email' for nil:NilClass", occurrences=87)
-TRACES = TraceData(fingerprint=ERROR.fingerprint, stack_frames=[
-    StackFrame(file="app/controllers/orders_controller.rb", line=13, method="show", in_app=True),
-    StackFrame(file="/usr/local/bundle/gems/actionpack-7.1.3/lib/action_controller/metal.rb", line=6, method="dispatch"),
-])
+ERROR = nil_error()
+TRACES = traces_for(ERROR, app_frame(line=13), gem_frame())
 VALID_REQUEST = {"model": "claude-sonnet-4-6", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
 ECHO = {"name": "echo", "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
 

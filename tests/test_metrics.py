@@ -23,7 +23,6 @@ from knowledge_store.schema import (
 )
 from nightwatch.atomic import atomic_target, atomic_write_bytes, atomic_write_text
 from nightwatch.models import (
-    Analysis,
     CreatedIssueResult,
     CreatedPRResult,
     ErrorAnalysisResult,
@@ -36,6 +35,7 @@ from nightwatch.models import (
     TriageVerdict,
     Window,
 )
+from tests.builders import analysis as build_analysis
 
 RUN_ID = "2026-11-01T06:00:00+00:00/manual"
 STARTED = datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc)
@@ -55,7 +55,7 @@ def make_result(error_class: str = "NoMethodError", source: str = "model", with_
                 run_id: str = RUN_ID) -> ErrorAnalysisResult:
     error = ErrorGroup(error_class=error_class, transaction="Controller/orders/update", message="undefined",
                        occurrences=9)
-    analysis = Analysis(title="t", reasoning="r", root_cause="c", has_fix=True, confidence="high")
+    analysis = build_analysis(has_fix=True, confidence="high")
     return ErrorAnalysisResult(
         run_id=run_id, error=error, verdict=TriageVerdict(fingerprint=error.fingerprint, route="deep"),
         analysis=analysis if with_analysis else None, source=source,  # type: ignore[arg-type]
