@@ -28,7 +28,7 @@ run: setup ## run one night on the embedded defaults (demo data, offline model) 
 test: setup ## run the test suite
 	bash scripts/run-tests.sh
 
-test-fast: setup ## the tests that start no flow and no process (a minute), while working on the core
+test-fast: setup ## the tests that start no flow and no process (under a minute), while working on the core
 	bash scripts/run-tests.sh -m "not flow and not slow"
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments

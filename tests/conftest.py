@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -17,6 +18,22 @@ def _guarded_connect(self: socket.socket, address):  # type: ignore[no-untyped-d
     if self.family == socket.AF_UNIX or str(host).startswith(_LOOPBACK):
         return _real_connect(self, address)
     raise RuntimeError(f"tests must not reach the network: connect to {address!r} refused")
+
+
+_MODULE_MARKS = re.compile(r"^pytestmark = (.*)$", re.M)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not flow and not slow"` (make test-fast), a module whose every test is a flow or slow test (its
+    module-level `pytestmark` says so) is not even imported: importing the flows and Prefect costs seconds per worker."""
+    expression = config.getoption("markexpr") or ""
+    if not collection_path.name.startswith("test_") or collection_path.suffix != ".py":
+        return None
+    marks = _MODULE_MARKS.search(collection_path.read_text(encoding="utf-8"))
+    if marks is None:
+        return None
+    left_out = [m for m in ("flow", "slow") if f"not {m}" in expression and f"mark.{m}" in marks.group(1)]
+    return True if left_out else None
 
 
 @pytest.fixture(autouse=True)

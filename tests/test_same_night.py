@@ -31,6 +31,8 @@ from tests.fakes.anthropic import FakeAnthropic, GenericModel, anthropic_env
 from tests.fakes.http import Reply, Request
 from tests.views import rows as view_rows
 
+pytestmark = pytest.mark.flow  # every test here runs a night
+
 ROOT = Path(__file__).resolve().parents[1]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 UNTIL_ARG = f"{UNTIL:%Y-%m-%dT%H:%M}"

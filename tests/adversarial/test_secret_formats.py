@@ -80,6 +80,7 @@ def test_the_self_identifying_form_is_redacted_in_any_surrounding(p: Planted) ->
         assert not [w for w in leaked(p.secret, out) if w not in own and w not in template], (template, out)
 
 
+@pytest.mark.slow  # every format through a tool, a trace or a cut: make test runs them, make test-fast has the redact cases
 @pytest.mark.parametrize("p", FORMATS, ids=_ids(FORMATS))
 def test_clean_redacts_before_a_cut_that_goes_through_the_secret(p: Planted) -> None:
     text = p.text + "\n" + FILLER * 4
@@ -160,6 +161,7 @@ def _logged(runner: ToolRunner) -> str:
     return "\n".join(f"{e.label}\n{e.text}" for e in runner.events._events)
 
 
+@pytest.mark.slow  # every format through a tool, a trace or a cut: make test runs them, make test-fast has the redact cases
 @pytest.mark.parametrize("p", FORMATS, ids=_ids(FORMATS))
 def test_tool_results_from_a_checkout_never_show_a_planted_secret(checkout: Path, p: Planted) -> None:
     runner = _runner(checkout)
@@ -185,6 +187,7 @@ def test_most_planted_files_are_served_redacted_not_withheld(checkout: Path) -> 
     assert len(served) >= len(FORMATS) * 2 // 3, f"only {len(served)} of {len(FORMATS)} served"
 
 
+@pytest.mark.slow  # every format through a tool, a trace or a cut: make test runs them, make test-fast has the redact cases
 @pytest.mark.parametrize("p", FORMATS, ids=_ids(FORMATS))
 def test_error_traces_never_show_a_planted_secret(p: Planted) -> None:
     before = 8000 - p.text.index(p.secret) - len(p.secret) // 2  # the 8,000-character cut lands mid-secret
@@ -199,6 +202,7 @@ def test_error_traces_never_show_a_planted_secret(p: Planted) -> None:
     assert not _leaks(p, _logged(runner), own)
 
 
+@pytest.mark.slow  # every format through a tool, a trace or a cut: make test runs them, make test-fast has the redact cases
 @pytest.mark.parametrize("p", FORMATS, ids=_ids(FORMATS))
 def test_a_result_cut_at_the_cap_through_a_secret_leaves_no_tail(p: Planted) -> None:
     text = "x\n" * ((MAX_RESULT_CHARS - p.text.index(p.secret) - len(p.secret) // 2) // 2) + p.text + "\n" + FILLER
