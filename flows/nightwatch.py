@@ -7,7 +7,6 @@ was already collected is still reported, filed and remembered.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -21,15 +20,16 @@ from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
 from nightwatch.models import CorrelatedPR, ErrorAnalysisResult, ErrorGroup, RunReport, StepOutcome, TraceData
 from nightwatch.render.summary import status_line
+from nightwatch.report import analyze_detail
 from nightwatch.research import ResearchContext
 from nightwatch.selection import Selection
 from nightwatch.settings import Settings
+from nightwatch.triage.merge import combine_results
 from tasks import result_storage
 from tasks import steps_fetch as fetch
 from tasks import steps_learn as learn
 from tasks import steps_publish as publish
 from tasks._prefect import label_cached_runs
-from tasks.analysis_results import combine_results
 from tasks.context import NightRequest, RunContext, attempt_name, new_context, open_night, runtime, settings_for
 from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 
@@ -182,12 +182,9 @@ def analyze(ctx: RunContext, report: RunReport, errors, traces, research) -> lis
     kept = [errors[i] for i, r in zip(deep, investigated) if r is None]  # the run budget was spent before them
     if kept:
         report.warnings.append(budget_note(kept, settings_for(ctx).token_budget_per_run))
-    results = combine_results(ctx, errors, research, triaged, {i: r for i, r in zip(deep, investigated) if r is not None})
-    routes = {r: sum(1 for t in triaged if t.verdict.route == r) for r in ("known", "transient", "simple", "deep")}
-    via = ", ".join(f"{n} {v}" for v, n in Counter(t.verdict.via for t in triaged).items())
-    detail = ", ".join(f"{n} {r}" for r, n in routes.items() if n) + (f"; triage via {via}" if via else "")
-    failed = sum(1 for r in results if r.failed)
-    detail += f"; {failed} FAILED" if failed else ""
+    results = combine_results(ctx.run_id, ctx.agent, errors, research, triaged,
+                              {i: r for i, r in zip(deep, investigated) if r is not None})
+    detail, failed = analyze_detail([t.verdict for t in triaged], results), sum(1 for r in results if r.failed)
     report.steps.append(StepOutcome(step="4", name="analyze", detail=detail))
     PROGRESS.log(logging.WARNING if failed else logging.INFO, "step 4 analyze %s: %s", "ok" if not failed else "with failures", detail)
     return results

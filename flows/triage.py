@@ -9,8 +9,6 @@ direct calls for every entry that fell back, each marked with its reason.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -18,11 +16,12 @@ from nightwatch.models import ErrorGroup, TraceData
 from nightwatch.night import current
 from nightwatch.redact import clean
 from nightwatch.research import ResearchContext
+from nightwatch.triage import merge
 from nightwatch.triage.backends import BatchError
 from nightwatch.triage.batch import record_handoff
 from nightwatch.triage.ledger import BatchLedger
 from nightwatch.triage.plan import TriagePlan
-from nightwatch.triage.verdict import TriageOutcome, mark_fallback, unanswered
+from nightwatch.triage.verdict import TriageOutcome, unanswered
 from tasks._prefect import from_cache
 from tasks.api_limits import api_slots
 from tasks.batch_handoff import can_hand_off, schedule_collect
@@ -40,7 +39,6 @@ from tasks.triage_tasks import (
 )
 
 Item = tuple[ErrorGroup, TraceData, ResearchContext]
-MAX_LISTED = 20
 
 
 def triage_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext]) -> TriageRun:
@@ -104,33 +102,17 @@ def hand_off(ctx: RunContext, ledger: BatchLedger) -> str:
 
 def assemble(ctx: RunContext, items: list[Item], plan: TriagePlan, ledger: BatchLedger) -> TriageRun:
     """Known and batch verdicts as they are; every other error answered directly, with the reason why."""
-    answered = plan.known | ledger.outcomes
-    reasons = {fp: f.reason for fp, f in ledger.fallbacks.items()}
-    for error, _, _ in items:
-        if error.fingerprint not in answered and error.fingerprint not in reasons:
-            reasons[error.fingerprint] = f"not in this night's batch (submitted by run {ledger.run_id})"
-    direct_items = [item for item in items if item[0].fingerprint in reasons and item[0].fingerprint not in answered]
+    errors = [e for e, _, _ in items]
+    reasons = merge.needs_direct(errors, plan.known, ledger)
+    direct_items = [item for item in items if item[0].fingerprint in reasons]
     direct = {e.fingerprint: o for (e, _, _), o in zip(direct_items, direct_triage(ctx, direct_items))}
-    wasted = {fp: f.wasted for fp, f in ledger.fallbacks.items()}
-    outcomes = [answered.get(e.fingerprint) or mark_fallback(direct[e.fingerprint], reasons[e.fingerprint], wasted.get(e.fingerprint))
-                for e, _, _ in items]
-    return TriageRun(outcomes=outcomes, notes=batch_notes(ledger, [(e, reasons[e.fingerprint]) for e, _, _ in direct_items]))
+    print(ledger.describe())
+    return TriageRun(outcomes=merge.batch_outcomes(errors, plan.known, ledger, direct, reasons),
+                     notes=merge.batch_notes(ledger, [(e, reasons[e.fingerprint]) for e, _, _ in direct_items]))
 
 
 def all_direct(ctx: RunContext, items: list[Item], plan: TriagePlan, reason: str) -> TriageRun:
     todo = [item for item in items if item[0].fingerprint not in plan.known]
     direct = {e.fingerprint: o for (e, _, _), o in zip(todo, direct_triage(ctx, todo))}
-    outcomes = [plan.known.get(e.fingerprint) or mark_fallback(direct[e.fingerprint], reason) for e, _, _ in items]
-    return TriageRun(outcomes=outcomes, notes=[f"triage: {reason}; {len(todo)} error(s) triaged by direct calls instead"])
-
-
-def batch_notes(ledger: BatchLedger, fell_back: list[tuple[ErrorGroup, str]]) -> list[str]:
-    """A warning for the report when errors fell back to direct calls: which, and why."""
-    print(ledger.describe())
-    if not fell_back:
-        return []
-    answered = Counter(o.verdict.via for o in ledger.outcomes.values()).get("batch", 0)
-    head = f"triage batch {', '.join(ledger.batch_ids())}: {answered} answered by the batch"
-    listed = "; ".join(f"{error.label}: {reason}" for error, reason in fell_back[:MAX_LISTED])
-    more = f"; and {len(fell_back) - MAX_LISTED} more" if len(fell_back) > MAX_LISTED else ""
-    return [f"{head}, {len(fell_back)} fell back to direct calls ({listed}{more})"]
+    return TriageRun(outcomes=merge.all_direct_outcomes([e for e, _, _ in items], plan.known, direct, reason),
+                     notes=[f"triage: {reason}; {len(todo)} error(s) triaged by direct calls instead"])

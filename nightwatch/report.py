@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from nightwatch.models import ErrorAnalysisResult, RunTotals, TokenUsage
+from collections import Counter
+
+from nightwatch.models import ErrorAnalysisResult, RunTotals, TokenUsage, TriageVerdict
 
 
 def run_totals(run_id: str, results: list[ErrorAnalysisResult]) -> RunTotals:
@@ -39,3 +41,12 @@ def spent_again(results: list[ErrorAnalysisResult], run_id: str, ledger: list[di
                else "an earlier attempt did not finish it (failed, or stopped before its next checkpoint)")
         lines.append(f"spent again: {len(again)} model call(s), ${cost:.4f}, on {result.error.label}: {why}")
     return lines
+
+
+def analyze_detail(verdicts: list[TriageVerdict], results: list[ErrorAnalysisResult]) -> str:
+    """Step 4's line: how many errors took each route, how triage answered, and how many analyses failed."""
+    routes = {r: sum(1 for v in verdicts if v.route == r) for r in ("known", "transient", "simple", "deep")}
+    via = ", ".join(f"{n} {v}" for v, n in Counter(v.via for v in verdicts).items())
+    detail = ", ".join(f"{n} {r}" for r, n in routes.items() if n) + (f"; triage via {via}" if via else "")
+    failed = sum(1 for r in results if r.failed)
+    return detail + (f"; {failed} FAILED" if failed else "")
