@@ -156,3 +156,13 @@ def test_each_tool_call_records_what_the_diet_withheld(tmp_path: Path) -> None:
     assert short.full_chars == short.result_chars  # a short file: nothing withheld
     tools.lean = False
     assert tools.run("search_code", {"query": "end"}, 4).text and tools.calls[-1].full_chars == tools.calls[-1].result_chars
+
+
+def test_a_line_whose_text_changed_since_it_was_shown_is_shown_again(tmp_path: Path) -> None:
+    tools = runner(tmp_path, {"app/models/story.rb": long_model()})
+    preview = tools.cache.host.read_file("app/models/story.rb", start_line=100, end_line=149, numbered=True)
+    tools.note_shown("app/models/story.rb", preview.replace("value = x * 20", "value = x * 2000"), 0)  # an older version
+    shown = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 100, "end_line": 149}, 2).text
+    changed = next(n for n, t in numbered_lines(shown) if "value = x * 20" in t)
+    assert [n for n, _ in numbered_lines(shown)] == [changed]  # the changed line, and only it, is shown again
+    assert f"[lines 100-{changed - 1} unchanged" in shown and f"[lines {changed + 1}-149 unchanged" in shown

@@ -150,7 +150,7 @@ class ToolRunner:
     lean: bool = True  # a long file read without a range answers a window and an outline; a repeat, a reference
     context_intact: bool = True  # set by the loop: nothing was cleared or compacted yet, so earlier results are in view
     _shown: dict[tuple, int] = field(default_factory=dict)  # (path, start, end, text digest) -> iteration shown
-    _lines_seen: dict[str, dict[int, int]] = field(default_factory=dict)  # path -> line -> iteration (0: the prompt)
+    _lines_seen: dict[str, dict[int, tuple[int, str]]] = field(default_factory=dict)  # path -> line -> (iteration, text)
     _iteration: int = 0  # of the call being answered
 
     def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
@@ -196,13 +196,16 @@ class ToolRunner:
         return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached, full_chars=len(raw))
 
     def note_shown(self, path: str, numbered: str, iteration: int) -> None:
-        """Record the numbered lines of `path` the model has in view (iteration 0: the first message's previews)."""
+        """Record the numbered lines of `path` the model has in view, with their text (iteration 0: the first
+        message's previews); a line shown again with other text (the file changed) is recorded as shown now."""
         seen = self._lines_seen.setdefault(path, {})
-        for number, _ in numbered_lines(numbered):
-            seen.setdefault(number, iteration)
+        for number, line in numbered_lines(numbered):
+            if seen.get(number, (0, None))[1] != line:
+                seen[number] = (iteration, line)
 
     def _trim_seen(self, path: str, text: str) -> str:
-        """Runs of SEEN_RUN or more consecutive lines the model already has in view, each as one reference line."""
+        """Runs of SEEN_RUN or more consecutive lines the model already has in view with the same text, each run as
+        one reference line."""
         seen = self._lines_seen.get(path) if self.lean and self.context_intact else None
         if not seen:
             return text
@@ -211,7 +214,7 @@ class ToolRunner:
 
         def flush() -> None:
             if len(run) >= SEEN_RUN:
-                first, last, when = run[0][0], run[-1][0], seen[run[0][0]]
+                first, last, when = run[0][0], run[-1][0], seen[run[0][0]][0]
                 where = "in the research preview of the first message" if when == 0 else f"at iteration {when}"
                 out.append(f"[lines {first}-{last} unchanged: shown {where}, still above in this conversation]")
             else:
@@ -219,16 +222,14 @@ class ToolRunner:
             run.clear()
 
         for raw in text.splitlines():
-            match = numbered_lines(raw)
-            number = match[0][0] if match else None
-            if number is not None and number in seen and (not run or run[-1][0] == number - 1):
-                run.append((number, raw))
-                continue
-            flush()
-            if number is not None and number in seen:
-                run.append((number, raw))
-            else:
+            parsed = numbered_lines(raw)
+            number = parsed[0][0] if parsed and seen.get(parsed[0][0], (0, None))[1] == parsed[0][1] else None
+            if number is None or (run and run[-1][0] != number - 1):
+                flush()
+            if number is None:
                 out.append(raw)
+            else:
+                run.append((number, raw))
         flush()
         return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
