@@ -76,7 +76,7 @@ def _turns(case: EvalCase, host: LocalRepoHost, needle_range: tuple[int, int], c
            ) -> list[list[Call]]:
     crash = case.crash.line or 1
     others = sorted(p for p in host.tracked_files() if p != case.crash.file and not p.endswith("LICENSE"))
-    words = sorted({w for w in re.findall(r"[A-Za-z_]\w{3,}", crash_text)}, key=len, reverse=True)
+    words = sorted({w for w in re.findall(r"[A-Za-z_]\w{3,}", crash_text)}, key=lambda w: (-len(w), w))
     pool: list[Call] = []
     for path in others:
         pool.append(("read_file", {"path": path}))

@@ -176,13 +176,16 @@ def new_tokens(sent: list[dict]) -> int:
 
 
 def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script], LocalRepoHost], scratch: Path,
-        policy_override: ContextPolicy | None = None, gap_s: float = 0.0) -> Tally:
-    """One strategy over the scripts, in simulated time: 8 s a model call, `gap_s` idle between investigations."""
+        policy_override: ContextPolicy | None = None, gap_s: float = 0.0, recall: bool | None = None) -> Tally:
+    """One strategy over the scripts, in simulated time: 8 s a model call, `gap_s` idle between investigations.
+    `recall`: offer the recall_context tool (default: with context editing, as NightWatch does; the naive and
+    original agents have no such tool)."""
     policy, transform = STRATEGIES[name] if name in STRATEGIES else (TIGHT, None)
     policy = policy_override or policy
     clock = SimClock()
     definition = load_definition("base-analyzer")
-    tools = definition.tools if policy.context_editing else [t for t in definition.tools if t != RECALL]
+    offered = policy.context_editing if recall is None else recall
+    tools = definition.tools if offered else [t for t in definition.tools if t != RECALL]
     caches: dict[str, PromptCache] = {}  # one prompt cache (and one code cache) per night
     codes: dict[tuple[str, int], CodeCache] = {}  # a night's code cache per checkout
     tally = Tally()
@@ -206,7 +209,8 @@ def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script
 
 
 LAYERS = {"tool results on a diet": "lean_tool_results", "prompt-cache breakpoints": "prompt_caching",
-          "context editing": "context_editing", "compaction": "compaction", "watcher": "watcher"}
+          "context editing": "context_editing", "compaction": "compaction", "watcher": "watcher",
+          "recall_context tool": RECALL}
 
 
 def layer_savings(scripts: list[Script], host: Any, scratch: Path, nightwatch: Tally) -> dict[str, float]:
@@ -214,7 +218,10 @@ def layer_savings(scripts: list[Script], host: Any, scratch: Path, nightwatch: T
     base = STRATEGIES["nightwatch"][0]
     out = {}
     for label, switch in LAYERS.items():
-        without = run("nightwatch", scripts, host, scratch / f"without-{switch}", base.with_(**{switch: False}))
+        if switch == RECALL:  # the tool, offered in every request, that brings back what was cleared
+            without = run("nightwatch", scripts, host, scratch / "without-recall", base, recall=False)
+        else:  # the layer off, everything else (the recall tool included) as NightWatch runs it
+            without = run("nightwatch", scripts, host, scratch / f"without-{switch}", base.with_(**{switch: False}), recall=True)
         out[label] = (without.cost_usd - nightwatch.cost_usd) / nightwatch.scripts
     return out
 
