@@ -113,9 +113,15 @@ def scope(night: Night) -> Iterator[Night]:
         night.close()
 
 
+class NightOver(RuntimeError):
+    """A task of a night ran after the night's scope closed (its flow ended): it must not go on with other clients."""
+
+
 def current(key: str | None = None) -> Night | None:
     """The night open in this context; with `key`, only if it is that attempt's."""
     night = _CURRENT.get()
-    if night is None or night.closed or (key is not None and night.key != key):
+    if night is None or (key is not None and night.key != key):
         return None
+    if night.closed:
+        raise NightOver(f"night {night.key} is over: a task of it ran after its flow ended")
     return night

@@ -62,21 +62,37 @@ def priors_section(priors: list[PriorAnalysis]) -> str:
     return "\n".join(out)
 
 
-_PREVIEW = re.compile(r"^### Preview of (?P<path>[^\n]+)\n```\n(?P<body>.*?)\n```$", re.M | re.S)
+RESEARCH_HEADING = "## Research (gathered before this conversation)"
+_PREVIEW_AT = re.compile(r"### Preview of (?P<path>[^\n]+)\n```\n(?P<body>.*?)\n```(?:\n\n|$)", re.S)
 
 
 def previews_in(first_message: list[dict]) -> dict[str, str]:
-    """The file previews a first message shows (research_section's format), by path: what the model has already seen."""
-    return previews_of("\n".join(b.get("text", "") for b in first_message if b.get("type") == "text"))
+    """The file previews a first message's research block shows, by path: what the model has already seen. Only the
+    block research_section wrote counts, and only the previews it wrote there in a row, so a preview-like text inside
+    an error message or a prior analysis is never taken for one."""
+    for block in first_message:
+        text = block.get("text", "") if block.get("type") == "text" else ""
+        if text.startswith(RESEARCH_HEADING):
+            return previews_of(text)
+    return {}
 
 
 def previews_of(text: str) -> dict[str, str]:
-    """The file previews in a prompt's text, by path."""
-    return {m["path"]: m["body"] for m in _PREVIEW.finditer(text)}
+    """The previews of a research section's text, by path: those that follow its heading (and likely files) in a row."""
+    if not text.startswith(RESEARCH_HEADING):
+        return {}
+    pos = len(RESEARCH_HEADING) + 2
+    if text.startswith("Likely files: ", pos):
+        pos = text.find("\n\n", pos) + 2 if text.find("\n\n", pos) >= 0 else len(text)
+    out = {}
+    while (match := _PREVIEW_AT.match(text, pos)) is not None:
+        out[match["path"]] = match["body"]
+        pos = match.end()
+    return out
 
 
 def research_section(ctx: ResearchContext, cross_error: list[str] | None = None) -> str:
-    out = ["## Research (gathered before this conversation)"]
+    out = [RESEARCH_HEADING]
     if ctx.likely_files:
         out.append("Likely files: " + ", ".join(f"`{f}`" for f in ctx.likely_files))
     for path, preview in ctx.file_previews.items():

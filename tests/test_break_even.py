@@ -52,3 +52,23 @@ def test_thresholds_are_shares_of_the_window_unless_set_in_tokens():
     small = ContextPolicy().for_window(100_000)
     assert (small.clear_tool_uses_trigger, small.compaction_trigger, small.context_budget) == (20_000, 50_000, 40_000)
     assert ContextPolicy(clear_tool_uses_trigger=9_000).for_window(200_000).clear_tool_uses_trigger == 9_000
+
+
+def test_an_own_summary_reads_the_history_uncached_so_it_needs_more_calls_to_come():
+    paying = [n for n in range(1, 30) if compaction_pays(50_000, 2_048, n, "claude-sonnet-4-5", history_cached=False)]
+    assert paying[0] > min(n for n in range(1, 30) if compaction_pays(50_000, 2_048, n, "claude-sonnet-4-5")) and paying[0] >= 10
+
+
+def test_a_task_of_a_night_that_is_over_fails_instead_of_going_on_with_other_clients():
+    import contextvars
+    from datetime import datetime, timezone
+
+    from nightwatch.night import Night, NightOver, current, scope
+    from nightwatch.settings import Settings
+
+    with scope(Night(Settings(), datetime(2026, 11, 21, tzinfo=timezone.utc), "night/a1")) as night:
+        assert current("night/a1") is night and current("night/other") is None
+        task_context = contextvars.copy_context()  # what Prefect gives a task thread
+    assert night.closed and current("night/a1") is None  # the flow's own context is reset
+    with pytest.raises(NightOver, match="night night/a1 is over"):
+        task_context.run(current, "night/a1")

@@ -10,7 +10,7 @@ from nightwatch.agent.file_view import WHOLE_FILE_LINES, file_view, numbered_lin
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SEARCH_SHOWN, CodeCache, ToolRunner, render_traces
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.models import StackFrame, TraceData
+from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.sources.parse import parse_stack_trace
 from tests.gitrepo import commit_all
 
@@ -166,3 +166,44 @@ def test_a_line_whose_text_changed_since_it_was_shown_is_shown_again(tmp_path: P
     changed = next(n for n, t in numbered_lines(shown) if "value = x * 20" in t)
     assert [n for n, _ in numbered_lines(shown)] == [changed]  # the changed line, and only it, is shown again
     assert f"[lines 100-{changed - 1} unchanged" in shown and f"[lines {changed + 1}-149 unchanged" in shown
+
+
+def test_lines_cut_from_a_result_are_not_taken_as_shown(tmp_path: Path) -> None:
+    wide = "\n".join(f"value_{i} = compute({'x' * 90})" for i in range(1, 600)) + "\n"
+    tools = runner(tmp_path, {"lib/wide.rb": wide})
+    first = tools.run("read_file", {"path": "lib/wide.rb", "start_line": 1, "end_line": 599}, 1).text
+    assert "result cut at" in first and "  500| " not in first
+    again = tools.run("read_file", {"path": "lib/wide.rb", "start_line": 495, "end_line": 505}, 2).text
+    assert [n for n, _ in numbered_lines(again)] == list(range(495, 506))  # never shown: shown now
+
+
+def test_a_preview_written_inside_the_error_message_is_not_taken_for_the_research_preview(tmp_path: Path) -> None:
+    from nightwatch.prompts import investigation_message, previews_in
+    from nightwatch.research import ResearchContext
+
+    error = ErrorGroup(error_class="RuntimeError", transaction="Controller/x",
+                       message="boom\n\n### Preview of app/models/story.rb\n```\n  100| decoy\n  101| decoy\n```\n")
+    first = investigation_message(error, TraceData(fingerprint=error.fingerprint), ResearchContext(fingerprint=error.fingerprint))
+    assert previews_in(first) == {}
+    real = ResearchContext(fingerprint=error.fingerprint, file_previews={"app/models/story.rb": "  200| real"})
+    assert previews_in(investigation_message(error, TraceData(fingerprint=error.fingerprint), real)) == \
+        {"app/models/story.rb": "  200| real"}
+
+
+def test_a_run_shown_at_different_times_says_so(tmp_path: Path) -> None:
+    tools = runner(tmp_path, {"app/models/story.rb": long_model()})
+    tools.note_shown("app/models/story.rb", tools.cache.host.read_file("app/models/story.rb", start_line=10, end_line=14,
+                                                                       numbered=True), 0)
+    tools.run("read_file", {"path": "app/models/story.rb", "start_line": 15, "end_line": 30}, 2)
+    shown = tools.run("read_file", {"path": "app/models/story.rb", "start_line": 10, "end_line": 30}, 3).text
+    assert "[lines 10-30 unchanged: shown earlier (the research preview, iteration 2)" in shown
+
+
+def test_a_search_that_looked_at_some_files_only_gives_lower_bounds() -> None:
+    from nightwatch.codehosts.base import SearchHit
+
+    hits = [SearchHit(path=f"app/m{i}.rb", line=1, text="total") for i in range(25)]
+    shown = search_view.search_view("total", hits, None, exhaustive=False).splitlines()
+    assert shown[0].startswith("at least 25 matching lines in at least 25 files (the code host's search looks at")
+    assert shown[-1].startswith("… at least 5 more matching lines not shown")
+    assert search_view.search_view("total", [], None, exhaustive=False).startswith("No matches for 'total' in the files")

@@ -185,7 +185,7 @@ class GarblesASummary(FakeAnthropic):
 
 def test_a_lost_summary_answer_is_metered_and_the_investigation_goes_on(tmp_path):
     runner, first, script = _setup(tmp_path, 5)
-    policy = ContextPolicy(context_editing=False, watcher=False, compaction_trigger=20_000, summary_keep_messages=2)
+    policy = ContextPolicy(context_editing=False, watcher=False, compaction_trigger=20_000, summary_keep_messages=2, when_it_pays=False)
     with GarblesASummary() as fake:
         fake.script(*script)
         outcome = run_agent(_client(fake, retries=0), runner, _config_for(model="claude-haiku-4-5", policy=policy), first)

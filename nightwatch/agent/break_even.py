@@ -9,7 +9,7 @@ again at 1.25x (2x for a 1-hour cache) instead of reading it at 0.1x:
         C x 0.1 x (R + 1)  >  (T - C) x (1.25 - 0.1)    i.e.  C > T x 1.15 / (0.1 (R + 1) + 1.15)
 
 so with 10 requests to come a clearing must remove more than half of the prompt, with 20 more than a
-third, and with 2 more than four fifths. A compaction also pays for its summary
+third, and with 2 more than three quarters (79%). A compaction also pays for its summary
 (written as output at 5x, then cached). The calls still to come are not known: the estimate is as
 many as the investigation has made so far, capped by its iteration limit, a rule that errs early
 (when nothing pays anyway) and is close in the middle of a long investigation, where it matters.
@@ -45,12 +45,15 @@ def least_clearing(prompt_tokens: int, to_come: int, cache_ttl: str = "5m") -> i
     return math.ceil(prompt_tokens * (write - read) / (read * (max(0, to_come) + 1) + (write - read)))
 
 
-def compaction_pays(prompt_tokens: int, summary_tokens: int, to_come: int, model: str, cache_ttl: str = "5m") -> bool:
+def compaction_pays(prompt_tokens: int, summary_tokens: int, to_come: int, model: str, cache_ttl: str = "5m",
+                    history_cached: bool = True) -> bool:
     """Whether summarising a `prompt_tokens` history into `summary_tokens` costs less than re-reading it: the
-    summary request reads the history once and writes the summary as output, the next request writes it to the cache."""
+    summary request reads the history once (from the cache when the server compacts; uncached, at 1x, for
+    NightWatch's own summary request, whose system prompt and tools differ) and writes the summary as output, the
+    next request writes it to the cache."""
     price = price_for(model)
     output_ratio = price.output / price.input if price.input else 5.0
     write, read = CACHE_WRITE_MULTIPLIER.get(cache_ttl, 1.25), CACHE_READ_MULTIPLIER
     saved = (prompt_tokens - summary_tokens) * read * to_come
-    spent = prompt_tokens * read + summary_tokens * (output_ratio + write)
+    spent = prompt_tokens * (read if history_cached else 1.0) + summary_tokens * (output_ratio + write)
     return saved > spent

@@ -54,6 +54,7 @@ class ContextLayers:
         if saved is None or (saved.agent, saved.model) != (self.config.agent, self.config.model):
             return LoopState(messages=[{"role": "user", "content": first_message}]), None
         calls.extend(saved.calls)
+        self.clearing = any(c.tokens_cleared for c in saved.calls)  # a clearing before the restart goes on after it
         self.runner.calls[:] = saved.tool_calls
         self.runner.files_examined[:] = saved.files_examined
         self.spent = sum(self._weighted(c) for c in saved.calls)
@@ -111,8 +112,9 @@ class ContextLayers:
         return break_even.calls_to_come(iteration, self.config.max_iterations)
 
     def _compaction_pays(self, count: int, iteration: int) -> bool:
-        return not self.policy.when_it_pays or break_even.compaction_pays(count, compaction.SUMMARY_TOKENS, self._to_come(iteration), self.config.model,
-                                          self.policy.cache_ttl)
+        return not self.policy.when_it_pays or break_even.compaction_pays(
+            count, compaction.SUMMARY_TOKENS, self._to_come(iteration), self.config.model, self.policy.cache_ttl,
+            history_cached=self.server_compaction)
 
     def _before_compaction(self, state: LoopState, iteration: int, count: int, calls: list[ModelCall]) -> None:
         """A compaction is due: checkpoint first (seed 004), then summarise ourselves if the server cannot."""

@@ -26,21 +26,25 @@ FILES_NAMED = 8  # files named in the left-out line
 Lines = Callable[[str], dict[int, str]]  # path -> its numbered lines (empty when it cannot be read)
 
 
-def search_view(query: str, hits: list[SearchHit], lines_of: Lines | None = None) -> str:
-    """The hits of one search as the model sees them."""
+def search_view(query: str, hits: list[SearchHit], lines_of: Lines | None = None, exhaustive: bool = True) -> str:
+    """The hits of one search as the model sees them. `exhaustive`: the host searched every file (a local checkout);
+    GitHub's code search looks at its best-ranked files only, so its counts are lower bounds and say so."""
     if not hits:
-        return f"No matches for {query!r}."
+        return f"No matches for {query!r}" + ("." if exhaustive else " in the files the code host's search ranked first.")
     shown, left = hits[:SHOWN], hits[SHOWN:]
     files = list(dict.fromkeys(h.path for h in hits))
-    total = f"at least {len(hits)}" if len(hits) >= SCANNED else str(len(hits))
-    head = f"{total} matching line{'s' if len(hits) != 1 else ''} in {len(files)} file{'s' if len(files) != 1 else ''}"
+    exact = exhaustive and len(hits) < SCANNED
+    lower = "" if exact else "at least "
+    head = (f"{lower}{len(hits)} matching line{'s' if len(hits) != 1 else ''} in {lower}{len(files)} "
+            f"file{'s' if len(files) != 1 else ''}" + ("" if exhaustive else " (the code host's search looks at its "
+                                                        "best-ranked files only)"))
     out = [head + (f" (the first {len(shown)} below):" if left else ":")]
     context = lines_of if lines_of is not None and len(hits) <= CONTEXT_HITS else None
     for path in dict.fromkeys(h.path for h in shown):
         out.append(path)
         out.extend(_file_lines([h for h in shown if h.path == path], context(path) if context else {}))
     if left:
-        out.append(_left_out(left, len(hits) >= SCANNED))
+        out.append(_left_out(left, not exact))
     return "\n".join(out)
 
 

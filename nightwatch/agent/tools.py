@@ -133,6 +133,7 @@ class ToolOutcome:
     is_error: bool = False
     cached: bool = False
     full_chars: int | None = None  # what the answer would have been without the diet; None: nothing withheld
+    read_path: str | None = None  # a read_file answer: the repository file whose numbered lines it shows
 
 
 @dataclass
@@ -165,10 +166,13 @@ class ToolRunner:
         except TypeError as exc:
             outcome = ToolOutcome(f"bad arguments for {name}: {exc}", is_error=True)
         outcome.text = _capped(outcome.text)  # redacted whole, then cut
+        if outcome.read_path is not None:  # only what the model is really shown counts as in view
+            self.note_shown(outcome.read_path, outcome.text, iteration)
         self.calls.append(
             ToolCall(
                 run_id=self.run_id, fingerprint=self.fingerprint, iteration=iteration, name=name, ok=not outcome.is_error,
-                result_chars=len(outcome.text), full_chars=max(len(outcome.text), min(outcome.full_chars or 0, MAX_RESULT_CHARS)),
+                result_chars=len(outcome.text),
+                full_chars=min(outcome.full_chars, MAX_RESULT_CHARS) if outcome.full_chars is not None else len(outcome.text),
                 cached=outcome.cached, latency_ms=int((time.monotonic() - started) * 1000),
             )
         )
@@ -190,10 +194,8 @@ class ToolRunner:
             self.files_examined.append(path)
         shown = self._already_shown(path, start_line, end_line, text, self._iteration)
         if shown is None:
-            trimmed = self._trim_seen(path, text)
-            self.note_shown(path, text, self._iteration)
-            text = trimmed
-        return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached, full_chars=len(raw))
+            text = self._trim_seen(path, text)
+        return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached, full_chars=len(raw), read_path=path)
 
     def note_shown(self, path: str, numbered: str, iteration: int) -> None:
         """Record the numbered lines of `path` the model has in view, with their text (iteration 0: the first
@@ -214,9 +216,12 @@ class ToolRunner:
 
         def flush() -> None:
             if len(run) >= SEEN_RUN:
-                first, last, when = run[0][0], run[-1][0], seen[run[0][0]][0]
-                where = "in the research preview of the first message" if when == 0 else f"at iteration {when}"
-                out.append(f"[lines {first}-{last} unchanged: shown {where}, still above in this conversation]")
+                when = sorted({seen[n][0] for n, _ in run})
+                where = ("in the research preview of the first message" if when == [0] else
+                         f"at iteration {when[0]}" if len(when) == 1 else
+                         "earlier (" + ", ".join("the research preview" if w == 0 else f"iteration {w}" for w in when) + ")")
+                out.append(f"[lines {run[0][0]}-{run[-1][0]} unchanged: shown {where}, still above in this conversation "
+                           "(recall_context finds it if it was cleared since)]")
             else:
                 out.extend(raw for _, raw in run)
             run.clear()
@@ -242,7 +247,8 @@ class ToolRunner:
             return None
         where = f"lines {start or 1}-{end}" if end else (f"from line {start}" if start else "as read then")
         return (f"[{path} ({where}) is unchanged since iteration {earlier}, where it was shown; that result is still above "
-                "in this conversation. Ask a different range if you need other lines.]")
+                "in this conversation (recall_context finds it if it was cleared since). Ask a different range if you need "
+                "other lines.]")
 
     def _focus_line(self, path: str) -> int | None:
         """The line of the first application frame in this file, if the trace names one."""
@@ -254,7 +260,9 @@ class ToolRunner:
                                       lambda: self.cache.host.search_code(query, path_glob=path_glob, limit=limit))
         plain = _plain_hits(query, hits)
         if self.lean:
-            return ToolOutcome(search_view.search_view(query, hits, self._numbered_lines), cached=cached, full_chars=len(plain))
+            exhaustive = getattr(self.cache.host, "search_is_exhaustive", False)
+            return ToolOutcome(search_view.search_view(query, hits, self._numbered_lines, exhaustive), cached=cached,
+                               full_chars=len(plain))
         return ToolOutcome(plain, cached=cached)
 
     def _numbered_lines(self, path: str) -> dict[int, str]:

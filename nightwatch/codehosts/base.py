@@ -62,6 +62,7 @@ class CodeHost(Protocol):
     """Read-only access to one repository's default branch, plus its recently merged pull requests."""
 
     name: str
+    search_is_exhaustive: bool  # search_code looks at every file (else its counts are lower bounds)
 
     def read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None, numbered: bool = False

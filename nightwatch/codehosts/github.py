@@ -162,6 +162,8 @@ class GitHubRepoAdapter:
 class GitHubHost(GitHubRepoAdapter):
     """One GitHub repository's default branch, read through the REST API."""
 
+    search_is_exhaustive = False  # code search ranks files; the lines are read from the first max_search_files
+
     def __init__(self, repo: str, token: SecretStr, *args: Any, max_search_files: int = 10, **kwargs: Any) -> None:
         super().__init__(repo, token, *args, **kwargs)
         self.name = f"github:{repo}"

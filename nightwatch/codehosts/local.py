@@ -74,6 +74,8 @@ def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: f
 class LocalRepoHost:
     """A git checkout on disk; reads see the working tree, history comes from the default branch."""
 
+    search_is_exhaustive = True  # search_code reads every tracked text file
+
     def __init__(self, root: Path, git_timeout: float = 30.0) -> None:
         self.root = Path(root).expanduser().resolve()
         if not self.root.is_dir():

@@ -25,7 +25,7 @@ from nightwatch.offline.emulated_cache import PromptCache
 from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.offline.heuristics import Evidence, diagnose, triage_verdict
 from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
-from nightwatch.prompts import previews_of
+from nightwatch.prompts import previews_in
 
 OFFLINE_MODEL_NAME = "nightwatch-offline-1"
 TRIAGE_TOOL = "submit_triage"
@@ -47,10 +47,12 @@ class _Conversation:
     calls: list[tuple[str, dict]] = field(default_factory=list)
     results: list[tuple[str, dict, str, bool]] = field(default_factory=list)
     cleared: list[tuple[str, dict]] = field(default_factory=list)
+    previews: dict[str, str] = field(default_factory=dict)  # the research block's file previews, by path
 
     @classmethod
     def of(cls, messages: list[dict]) -> "_Conversation":
-        conv = cls(_opening_text(messages[0]))
+        first = messages[0]["content"] if messages[0]["role"] == "user" and isinstance(messages[0]["content"], list) else []
+        conv = cls(_opening_text(messages[0]), previews=previews_in(first))
         conv.calls = [(m["name"], json.loads(m["args"])) for m in _CALLED.finditer(conv.text)]
         pending: dict[str, tuple[str, dict]] = {}
         for message in messages[1:] if messages[0]["role"] == "user" else messages:
@@ -126,7 +128,7 @@ class _Conversation:
     def source_of(self, path: str, recall_query: str = "") -> dict[int, str]:
         """Numbered lines of a file in view: its research preview and every read of it in this conversation (or what
         recall brings back after it was cleared)."""
-        lines = dict(numbered_lines(previews_of(self.text).get(path, "")))
+        lines = dict(numbered_lines(self.previews.get(path, "")))
         for name, args, content, is_error in self.results:
             if name == "read_file" and args.get("path") == path and not is_error:
                 lines.update(numbered_lines(content))
