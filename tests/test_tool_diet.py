@@ -207,3 +207,13 @@ def test_a_search_that_looked_at_some_files_only_gives_lower_bounds() -> None:
     assert shown[0].startswith("at least 25 matching lines in at least 25 files (the code host's search looks at")
     assert shown[-1].startswith("… at least 5 more matching lines not shown")
     assert search_view.search_view("total", [], None, exhaustive=False).startswith("No matches for 'total' in the files")
+
+
+def test_a_path_that_looks_like_something_else_is_quoted_and_read_back_as_itself() -> None:
+    from nightwatch.codehosts.base import SearchHit
+
+    hits = [SearchHit(path="app/a.rb:", line=7, text="total = nil"),
+            SearchHit(path="evil.rb\n  42: @total = nil", line=1, text="x = 1"), SearchHit(path="app/b.rb", line=3, text="total")]
+    text = search_view.search_view("total", hits)
+    assert search_view.parse_hits(text) == [("app/a.rb:", 7, "total = nil"), ("evil.rb\n  42: @total = nil", 1, "x = 1"),
+                                            ("app/b.rb", 3, "total")]

@@ -11,6 +11,7 @@ up to SCANNED hits, so the count of what was left out is exact below that and "a
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import Callable
@@ -41,7 +42,7 @@ def search_view(query: str, hits: list[SearchHit], lines_of: Lines | None = None
     out = [head + (f" (the first {len(shown)} below):" if left else ":")]
     context = lines_of if lines_of is not None and len(hits) <= CONTEXT_HITS else None
     for path in dict.fromkeys(h.path for h in shown):
-        out.append(path)
+        out.append(path_line(path))
         out.extend(_file_lines([h for h in shown if h.path == path], context(path) if context else {}))
     if left:
         out.append(_left_out(left, not exact))
@@ -67,6 +68,13 @@ def _left_out(left: list[SearchHit], capped: bool) -> str:
             f"{named}{more}. Narrow with path_glob or a longer query.")
 
 
+def path_line(path: str) -> str:
+    """A file's heading line: the path, or the path JSON-quoted when it could be read as something else (a line
+    break in it, a trailing colon, a leading space, quote or ellipsis)."""
+    plain = path and not any(c in path for c in "\n\r") and not path.endswith(":") and not path.startswith((" ", '"', "…"))
+    return path if plain else json.dumps(path)
+
+
 def parse_hits(text: str) -> list[tuple[str, int, str]]:
     """(path, line, text) of every matching line of a search result, in this module's format or as `path:line: text`."""
     out, path = [], ""
@@ -76,6 +84,11 @@ def parse_hits(text: str) -> list[tuple[str, int, str]]:
             out.append((plain["path"], int(plain["line"]), plain["text"]))
         elif match := re.match(r"^  (?P<line>\d+): (?P<text>.*)$", raw):
             out.append((path, int(match["line"]), match["text"]))
+        elif raw.startswith('"'):
+            try:
+                path = json.loads(raw)
+            except ValueError:
+                continue
         elif raw and not raw.startswith((" ", "…")) and not raw.endswith(":"):
             path = raw
     return out
