@@ -30,7 +30,7 @@ from tasks import steps_fetch as fetch
 from tasks import steps_learn as learn
 from tasks import steps_publish as publish
 from tasks._prefect import label_cached_runs
-from tasks.context import NightRequest, RunContext, attempt_name, new_context, open_night, runtime, settings_for
+from tasks.context import NightRequest, RunContext, attempt_name, new_context, open_night, report_dir, runtime, settings_for
 from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 
 
@@ -86,7 +86,7 @@ def begin(settings: Settings, since_hours: float, dry_run: bool, mode: str, unti
     ctx = new_context(settings, request, anchor, attempt, results_at)
     report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode,
                        dry_run=dry_run, agent=ctx.agent, model=settings.model,
-                       reports_dir=str(settings.resolved_home() / "reports" / ctx.run_id))
+                       reports_dir=str(report_dir(ctx, settings)))
     get_run_logger().info("NightWatch night %s (attempt %s) over %s; results and cache in %s", ctx.run_id, ctx.attempt,
                           ctx.window.key, results_at)
     return ctx, report

@@ -127,8 +127,9 @@ def home(ctx: RunContext) -> Path:
     return settings_for(ctx).resolved_home()
 
 
-def report_dir(ctx: RunContext) -> Path:
-    return home(ctx) / "reports" / ctx.run_id
+def report_dir(ctx: RunContext, settings: Settings | None = None) -> Path:
+    """The night's report folder; `settings` when the night's scope is not open yet (the flow's first step)."""
+    return (settings.resolved_home() if settings is not None else home(ctx)) / "reports" / ctx.run_id
 
 
 def model_id(ctx: RunContext, model: str) -> str:

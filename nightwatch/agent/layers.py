@@ -111,6 +111,16 @@ class ContextLayers:
     def _to_come(self, iteration: int) -> int:
         return break_even.calls_to_come(iteration, self.config.max_iterations)
 
+    def _clear_at_least(self, count: int, iteration: int) -> int:
+        """The least a clearing of this request must remove: the setting if given; 0 once clearing started (it goes on
+        clearing what becomes old) or when layers act at their thresholds; else the break-even at the trigger or above."""
+        if self.policy.clear_tool_uses_at_least is not None:
+            return self.policy.clear_tool_uses_at_least
+        if self.clearing or not self.policy.when_it_pays:
+            return 0
+        prompt = max(count, self.policy.clear_tool_uses_trigger or 0)
+        return break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl)
+
     def _compaction_pays(self, count: int, iteration: int) -> bool:
         return not self.policy.when_it_pays or break_even.compaction_pays(
             count, compaction.SUMMARY_TOKENS, self._to_come(iteration), self.config.model, self.policy.cache_ttl,
@@ -166,11 +176,7 @@ class ContextLayers:
     def _management(self, thinking_on: bool, count: int, iteration: int) -> tuple[list[str], BetaContextManagementConfigParam | None]:
         """The edits of this request: tool-result clearing asks for its break-even (or goes on once it started), the
         server's compaction is offered only when a summary at its trigger would pay."""
-        at_least = self.policy.clear_tool_uses_at_least
-        if at_least is None:
-            at_least = 0 if self.clearing or not self.policy.when_it_pays else break_even.least_clearing(max(count, self.policy.clear_tool_uses_trigger or 0),
-                                                                        self._to_come(iteration), self.policy.cache_ttl)
-        chosen: list[Any] = editing.edits(self.policy, thinking_on, at_least)
+        chosen: list[Any] = editing.edits(self.policy, thinking_on, self._clear_at_least(count, iteration))
         betas = [editing.CONTEXT_MANAGEMENT_BETA] if chosen else []
         if self.server_compaction and self._compaction_pays(max(count, self.policy.compaction_trigger or 0), iteration):
             chosen.append(compaction.compact_edit(self.policy))

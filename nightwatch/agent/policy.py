@@ -106,5 +106,5 @@ class ContextPolicy:
     @property
     def watcher_limit(self) -> int:
         """The most tokens a request may hold: the working budget minus the reserve."""
-        budget = self.context_budget or self.for_window(DEFAULT_WINDOW).context_budget or 0
+        budget = self.context_budget or int(DEFAULT_WINDOW * BUDGET_SHARE)
         return int(budget * (1 - self.reserve_ratio))
