@@ -18,6 +18,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
+from knowledge_store.index import KnowledgeState
 from nightwatch.models import CorrelatedPR, ErrorAnalysisResult, ErrorGroup, RunReport, StepOutcome, TraceData
 from nightwatch.render.summary import status_line
 from nightwatch.report import analyze_detail
@@ -61,9 +62,9 @@ def nightwatch_flow(
 
 @dataclass
 class Gathered:
-    """What steps 0-3.5 found: the knowledge index, the selection, and per selected error its traces and research."""
+    """What steps 0-3.5 found: the knowledge index's state, the selection, and per selected error its traces and research."""
 
-    index: dict
+    knowledge: KnowledgeState
     selection: Selection
     traces: list[TraceData]
     prs: list[CorrelatedPR]
@@ -94,8 +95,11 @@ def begin(settings: Settings, since_hours: float, dry_run: bool, mode: str, unti
 
 def gather(ctx: RunContext, report: RunReport) -> Gathered:
     """Steps 0-3.5: what the night knows, where it runs, which errors, their traces, merged PRs and research."""
-    index = run_step(report, "0", "load_knowledge", fetch.load_knowledge, ctx)
+    knowledge = run_step(report, "0", "load_knowledge", fetch.load_knowledge, ctx)
     report.sources = run_step(report, "1", "connect", fetch.connect, ctx)
+    synced = run_step(report, "1.5", "sync_outcomes", fetch.sync_outcomes, ctx, knowledge, critical=False)
+    if synced is not None:
+        knowledge, report.outcomes = synced.knowledge, synced.lines()
     rt = runtime(ctx)
     report.demo_data, report.offline_model = rt.demo_data, rt.model_client.offline
     selection = run_step(report, "2", "fetch_errors", fetch.fetch_errors, ctx)
@@ -106,8 +110,8 @@ def gather(ctx: RunContext, report: RunReport) -> Gathered:
     traces = run_step(report, "3", "fetch_traces", lambda c: [f.result() for f in [fetch.fetch_traces.submit(c, e) for e in errors]], ctx)
     prs = run_step(report, "3.5", "recent_prs", fetch.recent_prs, ctx, critical=False) or []
     research = run_step(report, "3.5", "research",
-                        lambda c: [f.result() for f in [fetch.research.submit(c, e, t, index, prs) for e, t in zip(errors, traces)]], ctx)
-    return Gathered(index, selection, traces, prs, research)
+                        lambda c: [f.result() for f in [fetch.research.submit(c, e, t, knowledge, prs) for e, t in zip(errors, traces)]], ctx)
+    return Gathered(knowledge, selection, traces, prs, research)
 
 
 def publish_night(ctx: RunContext, report: RunReport, results: list[ErrorAnalysisResult], found: Gathered) -> None:

@@ -1,7 +1,7 @@
 """NightWatch's memory: knowledge documents, their index and search, Parquet metrics, DuckDB views.
 
 - documents: one Markdown + YAML document per error fingerprint (and per detected pattern)
-- index / search: `index.yml` summarises every document; search scores it before opening any
+- index / search: `index.duckdb` holds a row per document; search looks up candidates, scores only those
 - schema / metrics: versioned Parquet tables (runs, errors, analyses, model_calls, tool_calls,
   knowledge_index), written atomically and idempotently per run
 - duck: `nightwatch.duckdb`, views over the Parquet for analysts (see SCHEMA.md for the columns)
@@ -18,7 +18,7 @@ from knowledge_store.documents import (
     write_pattern_doc,
 )
 from knowledge_store.duck import ANALYST_QUERIES, ViewsLockedError, connect_readonly, refresh_views
-from knowledge_store.index import KnowledgeIndexError, load_index, rebuild_index
+from knowledge_store.index import KnowledgeIndex, KnowledgeIndexError, open_index
 from knowledge_store.metrics import MetricsStore, MetricsWriteError
 from knowledge_store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES, render_schema_doc, schema_for
 from knowledge_store.search import extract_tags, search_prior_knowledge
@@ -30,6 +30,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TABLES",
     "KnowledgeDocError",
+    "KnowledgeIndex",
     "KnowledgeIndexError",
     "MetricsStore",
     "MetricsWriteError",
@@ -39,9 +40,8 @@ __all__ = [
     "connect_readonly",
     "extract_tags",
     "find_error_doc",
-    "load_index",
+    "open_index",
     "read_doc",
-    "rebuild_index",
     "refresh_views",
     "render_schema_doc",
     "schema_for",

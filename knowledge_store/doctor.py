@@ -4,8 +4,8 @@
 
 What it looks at, and what repair means:
 - knowledge documents whose frontmatter does not parse: moved to `quarantine/<UTC time>/knowledge/…`,
-  then the index is rebuilt from the documents that remain;
-- `knowledge/index.yml` that does not load: rebuilt from the documents (it is derived data);
+  then the index forgets them;
+- `knowledge/index.duckdb` that does not open: moved aside and rebuilt from the documents (derived data);
 - Parquet files under `metrics/` that do not open (truncated, not Parquet): moved to
   `quarantine/<UTC time>/metrics/…` so the views over the rest work again;
 - `nightwatch.duckdb` that does not open: removed (it holds only views; the next night recreates it).
@@ -26,7 +26,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc
-from knowledge_store.index import KnowledgeIndexError, load_index, rebuild_index
+from knowledge_store.index import index_path, open_index
 
 QUARANTINE = "quarantine"
 
@@ -43,28 +43,25 @@ class Finding:
 
 def check_home(home: Path, repair: bool = True) -> list[Finding]:
     home = Path(home)
-    findings = quarantine_documents(home, repair) + check_index(home, repair, rebuild=False)
+    findings = quarantine_documents(home, repair) + check_index(home, repair)
     if repair and any(f.what.startswith("knowledge/") for f in findings):
-        rebuild_index(home / "knowledge")
+        with open_index(home / "knowledge") as index:
+            index.sync()
     return findings + quarantine_parquet(home, repair) + check_views_file(home, repair)
 
 
-def quarantine_documents(home: Path, repair: bool = True, fingerprints: Iterable[str] | None = None) -> list[Finding]:
-    """Every document that does not parse, or only the candidates of these fingerprints (what a night is about
-    to update: its other documents are checked by the index rebuild, see `quarantine_skipped`)."""
+def quarantine_documents(home: Path, repair: bool = True) -> list[Finding]:
+    """Every document that does not parse (a night checks only those it is about to update: `quarantine_paths`)."""
     knowledge = home / "knowledge"
-    if fingerprints is None:
-        paths = [p for folder in (ERRORS_DIR, PATTERNS_DIR) for p in sorted((knowledge / folder).glob("*.md"))]
-    else:
-        paths = sorted({p for fp in fingerprints for p in (knowledge / ERRORS_DIR).glob(f"*_{fp[:8]}.md")})
+    paths = [p for folder in (ERRORS_DIR, PATTERNS_DIR) for p in sorted((knowledge / folder).glob("*.md"))]
     return quarantine_paths(home, paths, repair)
 
 
-def quarantine_skipped(home: Path, index: dict) -> list[Finding]:
-    """Of the documents an index rebuild skipped, those whose frontmatter does not parse, moved aside (one that
+def quarantine_skipped(home: Path, skipped: Iterable[dict[str, str]]) -> list[Finding]:
+    """Of the documents the index skipped, those whose frontmatter does not parse, moved aside (one that
     parses but lacks a field stays where a person can fix it; the index reports it)."""
     knowledge = home / "knowledge"
-    return quarantine_paths(home, [knowledge / entry["file"] for entry in index.get("skipped") or []])
+    return quarantine_paths(home, [knowledge / entry["file"] for entry in skipped])
 
 
 def quarantine_paths(home: Path, paths: Iterable[Path], repair: bool = True) -> list[Finding]:
@@ -78,15 +75,21 @@ def quarantine_paths(home: Path, paths: Iterable[Path], repair: bool = True) -> 
     return findings
 
 
-def check_index(home: Path, repair: bool = True, rebuild: bool = True) -> list[Finding]:
-    """An index.yml that does not load is rebuilt from the documents (it holds nothing else)."""
-    knowledge = home / "knowledge"
+def check_index(home: Path, repair: bool = True) -> list[Finding]:
+    """An index that does not open is moved aside and rebuilt from the documents (it holds nothing else)."""
+    path = index_path(home / "knowledge")
+    if not path.exists():
+        return []
     try:
-        load_index(knowledge)
-    except KnowledgeIndexError as exc:
-        if repair and rebuild:
-            rebuild_index(knowledge)
-        return [Finding("knowledge/index.yml", str(exc).split(";")[0], "rebuilt from the documents" if repair else "rebuild")]
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.Error as exc:
+        if "lock" in str(exc).lower():  # a night or an analyst has it open: that is not damage
+            return []
+        if repair:
+            with open_index(home / "knowledge"):
+                pass  # opening moves the damaged file aside and rebuilds
+        return [Finding("knowledge/index.duckdb", f"does not open ({str(exc)[:160]})",
+                        "rebuilt from the documents" if repair else "rebuild")]
     return []
 
 

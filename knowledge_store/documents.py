@@ -22,6 +22,8 @@ from nightwatch.patterns import extract_tags, pattern_doc, slugify
 from nightwatch.redact import clean
 
 ERRORS_DIR = "errors"
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+FIND = "find"  # write_error_doc's `existing` when the caller does not know the document's path
 PATTERNS_DIR = "patterns"
 MESSAGE_LIMIT = 2_000
 TEXT_LIMIT = 20_000
@@ -58,7 +60,7 @@ def parse_doc(text: str, path: Path) -> tuple[dict[str, Any], str]:
     if end < 0:
         raise KnowledgeDocError(path, "the YAML frontmatter is never closed by a '---' line")
     try:
-        meta = yaml.safe_load(text[4 : end + 1])
+        meta = yaml.load(text[4 : end + 1], Loader=SAFE_LOADER)  # noqa: S506 (a safe loader, in C where available)
     except yaml.YAMLError as exc:
         raise KnowledgeDocError(path, f"invalid YAML frontmatter ({exc})") from exc
     if not isinstance(meta, dict):
@@ -118,11 +120,17 @@ def write_error_doc(
     knowledge_dir: Path,
     file_hashes: dict[str, str] | None = None,
     detected_at: datetime | date | None = None,
+    existing: Path | None | str = FIND,
 ) -> Path | None:
-    """Create or update the fingerprint's document; None when the result has no analysis to keep."""
+    """Create or update the fingerprint's document; None when the result has no analysis to keep.
+
+    `existing` is the document's path when the caller knows it (the knowledge index does), None when there is
+    none yet; left out, the folder is searched by file name (a listing of the whole folder)."""
     if result.analysis is None:
         return None
-    existing = find_error_doc(knowledge_dir, result.fingerprint)
+    if existing == FIND:
+        existing = find_error_doc(knowledge_dir, result.fingerprint)
+    assert not isinstance(existing, str)
     old_meta, old_body = read_doc(existing) if existing else ({}, "")
     meta, body = merge(old_meta, old_body, result, file_hashes, _detected_on(result, detected_at))
     path = existing or Path(knowledge_dir) / ERRORS_DIR / doc_name(meta)
@@ -179,7 +187,7 @@ def _base_meta(old: dict[str, Any], result: ErrorAnalysisResult, detected_on: da
         "last_run_id": result.run_id,
         "runs": [],
     }
-    for key in ("agent", "model", "file_hashes", "route", "source"):
+    for key in ("agent", "model", "file_hashes", "route", "source", *OUTCOME_FIELDS):
         meta[key] = old.get(key)
     meta["fix_confirmed"] = bool(old.get("fix_confirmed", False))
     return _ordered(meta, old)
@@ -190,11 +198,14 @@ _ORDER = (
     *("issue_number", "pr_number", "tags", "first_detected", "run_id", "iterations_used", "tokens_used"),
     *("fingerprint", "last_run_id", "runs", "agent", "model", "file_hashes", "fix_confirmed", "route", "source"),
 )
+# What people did with the analysis (knowledge_store/outcomes.py): kept across analyses, absent until known.
+OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state")
 
 
 def _ordered(meta: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     """Known fields in the documented order, then any field a person added by hand (kept, never dropped)."""
-    return {**{key: meta.get(key) for key in _ORDER}, **{k: v for k, v in old.items() if k not in _ORDER}}
+    known = {key: meta.get(key) for key in _ORDER} | {k: meta[k] for k in OUTCOME_FIELDS if meta.get(k) is not None}
+    return {**known, **{k: v for k, v in old.items() if k not in known}}
 
 
 def _analysis_meta(result: ErrorAnalysisResult, file_hashes: dict[str, str] | None) -> dict[str, Any]:
@@ -228,13 +239,18 @@ def update_doc_metadata(
     issue_number: int | None = None,
     pr_number: int | None = None,
     fix_confirmed: bool | None = None,
+    path: Path | None | str = FIND,
+    **fields: Any,
 ) -> Path | None:
-    """Back-fill the issue/PR numbers or the fix confirmation; None when no document has the fingerprint."""
-    path = find_error_doc(knowledge_dir, fingerprint)
+    """Back-fill the issue/PR numbers, the fix confirmation or other `fields` (outcomes: fix_state, trust, …);
+    None when no document has the fingerprint. `path` as for write_error_doc."""
+    if path == FIND:
+        path = find_error_doc(knowledge_dir, fingerprint)
     if path is None:
         return None
+    assert not isinstance(path, str)
     meta, body = read_doc(path)
-    changes = {"issue_number": issue_number, "pr_number": pr_number, "fix_confirmed": fix_confirmed}
+    changes = {"issue_number": issue_number, "pr_number": pr_number, "fix_confirmed": fix_confirmed, **fields}
     updated = {**meta, **{k: v for k, v in changes.items() if v is not None}}
     if updated != meta:
         atomic_write_text(path, render_doc(updated, body))

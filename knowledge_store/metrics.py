@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 from knowledge_store.schema import SCHEMA_VERSION, schema_for
 from nightwatch.atomic import atomic_target
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall
+from nightwatch.outcomes import OutcomeChange
 from nightwatch.redact import clean
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -178,49 +179,6 @@ class NightSpend:
     calls: int
 
 
-def knowledge_index_rows(index: dict) -> list[dict[str, Any]]:
-    """Flatten index.yml (solutions and patterns) into knowledge_index rows."""
-    indexed_at = _parse_time(index.get("last_updated"))
-    rows = [_solution_row(entry, indexed_at) for entry in index.get("solutions") or []]
-    rows += [_pattern_row(entry, indexed_at) for entry in index.get("patterns") or []]
-    return rows
-
-
-def _solution_row(entry: dict, indexed_at: datetime | None) -> dict[str, Any]:
-    columns = ("file", "fingerprint", "error_class", "transaction", "fix_confidence", "has_fix", "fix_confirmed")
-    row = {name: entry.get(name) for name in columns}
-    row.update({name: entry.get(name) for name in ("last_run_id", "run_count", "occurrences", "root_cause")})
-    row.update(
-        kind="solution",
-        tags=[str(t) for t in entry.get("tags") or []],
-        first_detected=str(entry["first_detected"]) if entry.get("first_detected") else None,
-        issue_number=entry.get("issue_number"),
-        pr_number=entry.get("pr_number"),
-        file_hashes=sorted((entry.get("file_hashes") or {}).items()),
-        indexed_at=indexed_at,
-    )
-    return row
-
-
-def _pattern_row(entry: dict, indexed_at: datetime | None) -> dict[str, Any]:
-    classes = entry.get("error_classes") or []
-    return {
-        "kind": "pattern",
-        "file": entry.get("file"),
-        "title": entry.get("title"),
-        "error_class": classes[0] if classes else None,
-        "occurrences": entry.get("occurrences"),
-        "tags": [str(t) for t in entry.get("modules") or []],
-        "indexed_at": indexed_at,
-    }
-
-
-def _parse_time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return utc(value)
-    return utc(datetime.fromisoformat(str(value))) if value else None
-
-
 def analyses_part(attempt: str) -> str:
     """The `analyses` part of one attempt of a night (each attempt adds its own)."""
     return f"analyses-{attempt}" if attempt else "analyses"
@@ -288,6 +246,17 @@ class MetricsStore:
         rows = [row for path in parts for row in pq.read_table(path, columns=["fingerprint", "failure"]).to_pylist()]
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 
+    def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange]) -> Path | None:
+        """The outcome changes an attempt of the night applied (a part per attempt: a rerun that finds nothing new
+        writes nothing, and never replaces what an earlier attempt found)."""
+        changes = [c for c in changes if c.judged]
+        if not changes:
+            return None
+        rows = [{"run_id": run_id, "fingerprint": c.fingerprint, "kind": c.kind, "number": c.number, "state": c.state,
+                 "previous_state": c.previous, "fix_state": c.fix_state, "trust": c.trust, "note": c.note,
+                 "changed_at": utc(c.at), "url": c.url} for c in changes]
+        return self._write_run_part("outcomes", run_id, run_date, f"outcomes-{attempt}" if attempt else "outcomes", rows)
+
     def write_errors(
         self,
         run_id: str,
@@ -318,10 +287,18 @@ class MetricsStore:
         tokens = sum((usage_of_row(row) for row in rows), TokenUsage())
         return NightSpend(tokens, round(sum(row["cost_usd"] or 0.0 for row in rows), 6), len(rows))
 
-    def write_knowledge_index(self, index: dict) -> Path:
-        """Snapshot of index.yml: the current state of the knowledge base, replaced on each rebuild."""
+    def write_knowledge_index(self, snapshot: pa.Table) -> Path:
+        """The knowledge index as analysts see it (KnowledgeIndex.snapshot()), replaced when the index changed."""
+        schema = schema_for("knowledge_index")
+        version = pa.array([SCHEMA_VERSION] * snapshot.num_rows, pa.int32())
+        try:
+            arrow = snapshot.append_column("schema_version", version).select(schema.names).cast(schema)
+        except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise MetricsWriteError(f"knowledge_index: the snapshot does not fit the schema: {exc}") from exc
         target = self.root / "knowledge_index" / "current.parquet"
-        return self._write_file("knowledge_index", target, knowledge_index_rows(index))
+        with atomic_target(target) as tmp:
+            pq.write_table(arrow, tmp)
+        return target
 
     def run_folder(self, table: str, run_id: str, run_date: RunDate) -> Path:
         return self.root / table / f"date={as_date(run_date).isoformat()}" / f"run={safe_name(run_id)}"

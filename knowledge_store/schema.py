@@ -198,6 +198,29 @@ _M006_TOOL_DIET = [
            "null before m006."),
 ]
 
+_M007_KNOWLEDGE_TRUST = [
+    Column("fix_state", pa.string(), "What people did with the analysis: none, proposed, merged, rejected, reverted or "
+           "regressed (synced from the issue and PR each night); null before m007."),
+    Column("trust", pa.float64(), "How far the analysis is trusted, 0 to 1 (0.5 until an outcome is known); null before m007."),
+    Column("fix_merged_at", UTC_TIMESTAMP, "When its fix was merged; null if never (or before m007)."),
+]
+
+_M008_OUTCOMES = [
+    _RUN_ID,
+    _FINGERPRINT,
+    Column("kind", pa.string(), "issue or pr.", nullable=False),
+    Column("number", pa.int64(), "The issue's or PR's number.", nullable=False),
+    Column("state", pa.string(), "What the tracker says now: open, closed:<reason>, merged, reverted.", nullable=False),
+    Column("previous_state", pa.string(), "The state the knowledge document recorded before; null the first time."),
+    Column("fix_state", pa.string(), "What the change means for the analysis: merged, resolved, rejected, reverted, regressed; "
+           "null when it means nothing yet (still open)."),
+    Column("trust", pa.float64(), "The analysis's trust after the change; null when unchanged."),
+    Column("note", pa.string(), "The change in one line, as the report and the next prompt show it."),
+    Column("changed_at", UTC_TIMESTAMP, "When the tracker says the state changed (merged_at, closed_at), if it says."),
+    Column("url", pa.string(), "The issue's or PR's web address."),
+    _VERSION,
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -215,6 +238,8 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ("m005_night_outcome", {"model_calls": _M005_CACHE_WRITE_1H, "analyses": _M005_CACHE_WRITE_1H,
                             "runs": _M005_CACHE_WRITE_1H + _M005_RUN_OUTCOME}),
     ("m006_tool_diet", {"tool_calls": _M006_TOOL_DIET}),
+    ("m007_knowledge_trust", {"knowledge_index": _M007_KNOWLEDGE_TRUST}),
+    ("m008_outcomes", {"outcomes": _M008_OUTCOMES}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

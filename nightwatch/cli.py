@@ -22,6 +22,8 @@ from nightwatch.settings import Settings
 app = typer.Typer(help="NightWatch: nightly production-error analysis.", no_args_is_help=True, add_completion=False)
 agents_app = typer.Typer(help="Agent definitions (Markdown + YAML frontmatter).", no_args_is_help=True)
 app.add_typer(agents_app, name="agents")
+knowledge_app = typer.Typer(help="The knowledge documents and their index.", no_args_is_help=True)
+app.add_typer(knowledge_app, name="knowledge")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw]?)\s*$")
 
@@ -226,6 +228,26 @@ def doctor(
         typer.echo(finding.line())
     typer.echo(f"{home}: {len(findings)} problem(s)" + (" found" if check_only else " repaired") if findings else f"{home}: healthy")
     raise typer.Exit(1 if findings else 0)
+
+
+@knowledge_app.command("rebuild")
+def knowledge_rebuild() -> None:
+    """Rebuild the knowledge index from the documents (a night only upserts what it wrote and what people edited).
+    Exit 1 when a document was skipped (each is named, with the reason)."""
+    from knowledge_store.index import KnowledgeIndexError, open_index
+
+    folder = _settings().resolved_home() / "knowledge"
+    try:
+        with open_index(folder) as index:
+            result = index.rebuild()
+            counts = index.counts()
+    except KnowledgeIndexError as exc:
+        _fail(str(exc), 2)
+    for entry in result.skipped:
+        typer.echo(f"skipped {entry['file']}: {entry['reason']}", err=True)
+    typer.echo(f"{folder}: {counts['solutions']} error document(s), {counts['patterns']} pattern(s) indexed"
+               + (f", {len(result.skipped)} skipped" if result.skipped else ""))
+    raise typer.Exit(1 if result.skipped else 0)
 
 
 @agents_app.command("list")

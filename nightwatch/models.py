@@ -239,6 +239,10 @@ class PriorAnalysis(Model):
     first_detected: str
     file_hashes: dict[str, str] = Field(default_factory=dict)
     fix_confirmed: bool = False
+    fix_state: str = "none"  # none, proposed, merged, rejected, reverted, regressed (knowledge_store/outcomes.py)
+    trust: float = 0.5
+    outcome: str = ""  # what people did with the issue or fix, in one line, for the prompt
+    fix_merged_at: datetime | None = None  # when its fix merged (or its issue closed as completed)
 
 
 class CorrelatedPR(Model):
@@ -295,6 +299,8 @@ class ErrorAnalysisResult(Model):
     duration_s: float = 0.0
     failure: str | None = None
     fix_gate: FixGate | None = Field(default=None, description="The checks of the proposed fix (step 8.5), when it has one.")
+    regression: str = Field(default="", description="Why this error is a regression: it came back after its fix merged, "
+                            "or its issue was reopened (nightwatch.outcomes).")
 
     @property
     def fingerprint(self) -> str:
@@ -402,6 +408,13 @@ class RunReport(Model):
     reports_dir: str | None = None
     warnings: list[str] = Field(default_factory=list)
     attempt: str = Field(default="", description="The flow run that produced this report; a night may take several.")
+    outcomes: list[str] = Field(default_factory=list, description="What people did since the last night with the issues "
+                                "and fix PRs NightWatch filed (step 1.5), one line each.")
+
+    @property
+    def regressions(self) -> list[ErrorAnalysisResult]:
+        """Errors that came back after their fix merged, or whose issue was reopened: shown first."""
+        return [r for r in self.results if r.regression]
 
     @model_validator(mode="before")
     @classmethod

@@ -58,8 +58,25 @@ def priors_section(priors: list[PriorAnalysis]) -> str:
         known = (f"Error: {single_line(p.error_class)} in {single_line(p.transaction)}\n"
                  f"Root cause: {single_line(p.root_cause, 600)}\nSummary: {single_line(p.summary, 500)}")
         out.append(f"### Prior analysis #{i} (match {p.match_score:.0%}; confidence {p.fix_confidence}; "
-                   f"had fix: {'yes' if p.has_fix else 'no'})\n" + fence("prior analysis", known))
+                   f"had fix: {'yes' if p.has_fix else 'no'})\n" + outcome_line(p) + fence("prior analysis", known))
     return "\n".join(out)
+
+
+_OUTCOME_ADVICE = {
+    "rejected": "People REJECTED this analysis or its fix: do not repeat it; find what it missed.",
+    "reverted": "Its fix was merged and then REVERTED: the fix was wrong or incomplete; do not propose it again.",
+    "regressed": "Its fix was merged, yet the error came back (a REGRESSION): find why the fix did not hold.",
+    "merged": "Its fix was merged.",
+}
+
+
+def outcome_line(prior: PriorAnalysis) -> str:
+    """What people did with a prior analysis (synced from its issue and PR), as one line before it; empty if unknown."""
+    advice = _OUTCOME_ADVICE.get(prior.fix_state)
+    if advice is None:
+        return ""
+    said = f" ({single_line(prior.outcome, 300)})" if prior.outcome else ""
+    return f"Outcome: {advice}{said}\n"
 
 
 RESEARCH_HEADING = "## Research (gathered before this conversation)"

@@ -27,6 +27,7 @@ class ResearchContext(Model):
     prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    regression: str = ""  # why the error is a regression of an analysis whose fix merged (nightwatch.outcomes)
 
 
 def _snake(name: str) -> str:

@@ -51,7 +51,8 @@ def noise_drops(ignored: list[tuple[ErrorGroup, IgnoreRule]], examples: int = 3)
 
 
 def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisResult]:
-    """Analyses worth an issue: a real analysis of a non-transient error, best evidence first.
+    """Analyses worth an issue: regressions first (their issue hears of it, reopened), then a real analysis of a
+    non-transient error, best evidence first.
 
     Low-confidence analyses without a fix are left to the report: an issue should give a reader
     something to act on. Failed analyses come last: they never open an issue, but an issue already
@@ -64,6 +65,8 @@ def select_for_issues(results: list[ErrorAnalysisResult]) -> list[ErrorAnalysisR
         and (r.verdict is None or r.verdict.route != "transient")
         and (r.analysis.confidence != "low" or r.analysis.has_fix)
     ]
-    eligible.sort(key=lambda r: (-CONFIDENCE_RANK[r.analysis.confidence], not r.analysis.has_fix, -r.error.occurrences))  # type: ignore[union-attr]
+    eligible += [r for r in results if r.regression and r not in eligible and r.analysis is not None and r.failure is None]
+    eligible.sort(key=lambda r: (not r.regression, -CONFIDENCE_RANK[r.analysis.confidence], not r.analysis.has_fix,  # type: ignore[union-attr]
+                                 -r.error.occurrences))
     failed = [r for r in results if r.failed and (r.verdict is None or r.verdict.route != "transient")]
     return eligible + failed  # a failed analysis opens no issue, but its existing issue hears of the failure

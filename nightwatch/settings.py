@@ -133,6 +133,8 @@ class Settings(BaseSettings):
                                                  description="Prefect global concurrency limit over investigations "
                                                              "(created with analysis_concurrency slots if missing).")
     compound_enabled: bool = Field(default=True, description="Step 12 writes knowledge documents (metrics are always written).")
+    regression_lag_hours: float = Field(default=24.0, ge=0, description="Time a merged fix is given to reach production: an "
+                                        "error seen later than this after its fix merged is a regression.")
 
     # Triage traffic: direct calls under a Prefect global concurrency limit, batches within a budget.
     api_concurrency: int = Field(default=16, ge=1, description="Slots of the `anthropic-api` concurrency limit when NightWatch creates it.")

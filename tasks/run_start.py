@@ -34,8 +34,12 @@ def describe(value: Any) -> str:
         return value[:200]
     if value is None:
         return "nothing to do"
-    if isinstance(value, dict):  # the knowledge index
-        return f"{len(value.get('solutions', []))} known analyses, {len(value.get('patterns', []))} patterns"
+    if hasattr(value, "changes") and hasattr(value, "knowledge"):  # the outcome sync
+        lines = value.lines()
+        return f"{len(lines)} outcome(s)" + (": " + "; ".join(lines)[:160] if lines else "")
+    if hasattr(value, "solutions") and hasattr(value, "generation"):  # the knowledge index's state
+        skipped = f", {value.skipped} skipped" if value.skipped else ""
+        return f"{value.solutions} known analyses, {value.patterns} patterns{skipped}"
     if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, list) for v in value):
         return f"{len(value[0])} patterns, {len(value[1])} ignore suggestions"
     if isinstance(value, list):

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from knowledge_store.doctor import check_index, quarantine_documents
-from knowledge_store.index import KnowledgeIndexError, load_index
+from knowledge_store.doctor import quarantine_skipped
+from knowledge_store.index import KnowledgeState, open_index
+from knowledge_store.metrics import MetricsStore
+from knowledge_store.outcomes import OutcomeSync, apply_changes, last_synced, outcome_changes
 from knowledge_store.search import search_prior_knowledge
 from nightwatch.ignore import noise_rules
 from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
+from nightwatch.outcomes import mark_regression
 from nightwatch.preflight import problems, run_checks
-from nightwatch.research import ResearchContext, pr_lookback, research_error
+from nightwatch.research import ResearchContext, files_from_traces, pr_lookback, research_error
 from nightwatch.runtime import DEMO_IGNORE, ConfigurationError
 from nightwatch.selection import Selection, select_errors
 from nightwatch.trace_paths import locate_frames
@@ -20,16 +23,40 @@ from tasks.context import RunContext, home, runtime, settings_for
 
 
 @nightwatch_task(name="load_knowledge", step="0")
-def load_knowledge(ctx: RunContext) -> dict:
-    """Step 0: open the knowledge store and its index; a damaged index is rebuilt and damaged documents
-    are quarantined (reported in the log and by `nightwatch doctor`), so the night goes on."""
-    try:
-        return load_index(home(ctx) / "knowledge")
-    except KnowledgeIndexError as exc:
-        for finding in quarantine_documents(home(ctx)) + check_index(home(ctx)):
-            print(f"knowledge store repaired: {finding.line()}")
-        print(f"knowledge index was damaged ({exc}); rebuilt")
-        return load_index(home(ctx) / "knowledge")
+def load_knowledge(ctx: RunContext) -> KnowledgeState:
+    """Step 0: open the knowledge index and take in documents people added, edited or removed since the last
+    night (a damaged index is rebuilt from the documents; a document whose frontmatter does not parse is
+    quarantined, one that lacks a field is skipped and named); tasks get the index's path, never its contents."""
+    with open_index(home(ctx) / "knowledge") as index:
+        changes = [index.rebuilt.line()] if index.rebuilt else []
+        synced = index.sync()
+        moved = quarantine_skipped(home(ctx), index.skipped())
+        index.upsert([home(ctx) / finding.what for finding in moved])  # gone: the index forgets them
+        skipped, state = index.skipped(), index.state()
+    if synced.upserted or synced.removed:
+        changes.append(synced.line())
+    for line in [f"knowledge index: {c}" for c in changes] + [f"knowledge document quarantined: {f.line()}" for f in moved]:
+        print(line)
+    for entry in skipped:
+        print(f"knowledge document skipped (fix it and the next night indexes it): {entry['file']}: {entry['reason']}")
+    return state
+
+
+@nightwatch_task(name="sync_outcomes", step="1.5", retries=2, retry_delay_seconds=5)
+def sync_outcomes(ctx: RunContext, knowledge: KnowledgeState) -> OutcomeSync:
+    """Step 1.5: what people did with the issues and fix PRs NightWatch filed (merged, closed, reverted, reopened)
+    goes into their analyses' documents (fix state, trust) and the `outcomes` table, before anything is searched."""
+    started = datetime.now(timezone.utc)
+    with open_index(Path(knowledge.path)) as index:
+        filed = index.filed()
+        observed = runtime(ctx).issues.observe_outcomes(filed, last_synced(index)) if filed else {}
+        found = outcome_changes(index, observed)
+        if not ctx.dry_run:
+            apply_changes(index, found, started)
+        state = index.state()
+    if not ctx.dry_run:
+        MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, found)
+    return OutcomeSync(changes=found, knowledge=state)
 
 
 @nightwatch_task(name="connect", step="1")
@@ -84,10 +111,14 @@ def recent_prs(ctx: RunContext) -> list[CorrelatedPR]:
 
 @nightwatch_task(
     name="research", step="3.5",
-    cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].run_id, p["index"].get("last_updated")),
+    cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].run_id, p["knowledge"].generation),
     cache_expiration=timedelta(days=2),
 )
-def research(ctx: RunContext, error: ErrorGroup, traces: TraceData, index: dict, prs: list[CorrelatedPR]) -> ResearchContext:
+def research(ctx: RunContext, error: ErrorGroup, traces: TraceData, knowledge: KnowledgeState,
+             prs: list[CorrelatedPR]) -> ResearchContext:
     """Step 3.5: prior knowledge, likely files, previews, correlated PRs."""
-    priors = search_prior_knowledge(error, index, home(ctx) / "knowledge")
-    return research_error(error, traces, runtime(ctx).host, priors, prs)
+    with open_index(Path(knowledge.path)) as index:
+        priors = search_prior_knowledge(error, index, files=files_from_traces(traces))
+    found = research_error(error, traces, runtime(ctx).host, priors, prs)
+    lag = timedelta(hours=settings_for(ctx).regression_lag_hours)
+    return mark_regression(found, error, error.last_seen or ctx.window.end, lag)

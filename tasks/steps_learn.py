@@ -6,15 +6,15 @@ from pathlib import Path
 
 import duckdb
 
-from knowledge_store.doctor import check_views_file, quarantine_documents, quarantine_parquet, quarantine_skipped
+from knowledge_store.doctor import check_views_file, quarantine_parquet, quarantine_paths, quarantine_skipped
 from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
 from knowledge_store.duck import refresh_views
-from knowledge_store.index import load_index, rebuild_index
+from knowledge_store.index import KnowledgeIndex, open_index
 from knowledge_store.metrics import MetricsStore
 from nightwatch.ignore import noise_rules
 from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
 from nightwatch.patterns import detect_patterns as detect_patterns_core
-from nightwatch.patterns import suggest_ignore_updates
+from nightwatch.patterns import module_of, suggest_ignore_updates
 from nightwatch.report import spent_again as spent_again_lines
 from nightwatch.selection import Selection
 from tasks._prefect import nightwatch_task
@@ -23,48 +23,65 @@ from tasks.context import RunContext, home, settings_for
 
 @nightwatch_task(name="compound", step="12")
 def compound(ctx: RunContext, report: RunReport, selection: Selection, digests: dict[str, dict[str, str]]) -> str:
-    """Step 12: knowledge documents, their index, and the night's metrics; idempotent per run_id."""
-    knowledge = home(ctx) / "knowledge"
-    written = 0
-    tonight = [r.fingerprint for r in report.results]
-    repaired = [f.line() for f in quarantine_documents(home(ctx), fingerprints=tonight)]  # a damaged one must not stop the writes
-    keep = settings_for(ctx).compound_enabled  # NIGHTWATCH_COMPOUND_ENABLED=false: metrics only, no knowledge documents
-    if not ctx.dry_run and keep:
-        for result in report.results:
-            if result.analysis is not None and result.source in ("model", "triage") and result.run_id == ctx.run_id:
-                write_error_doc(result, knowledge, file_hashes=digests.get(result.fingerprint))
-                written += 1
-        for issue in report.issues:
-            if issue.issue_number is not None:
-                update_doc_metadata(knowledge, issue.fingerprint, issue_number=issue.issue_number)
-        if report.pr and report.pr.pr_number is not None:
-            update_doc_metadata(knowledge, report.pr.fingerprint, pr_number=report.pr.pr_number)
-    index = rebuild_index(knowledge)
-    repaired += [f.line() for f in quarantine_skipped(home(ctx), index)]
+    """Step 12: knowledge documents (upserted into the index one by one), and the night's metrics; idempotent per
+    run_id. NIGHTWATCH_COMPOUND_ENABLED=false writes the metrics only."""
+    keep = settings_for(ctx).compound_enabled
+    with open_index(home(ctx) / "knowledge") as index:
+        written, repaired = write_documents(ctx, report, index, digests) if keep and not ctx.dry_run else (0, [])
+        snapshot = index.snapshot() if index.meta("snapshot_generation") != str(index.generation()) else None
+        state = index.state()
     store = MetricsStore(home(ctx))
     store.write_errors(ctx.run_id, ctx.run_date, selection.found, {e.fingerprint for e in selection.selected}, selection.ignored)
     store.write_analyses(ctx.run_id, ctx.run_date, report.results, attempt=ctx.attempt)
-    store.write_knowledge_index(index)
+    if snapshot is not None:
+        store.write_knowledge_index(snapshot)
+        with open_index(home(ctx) / "knowledge") as index:
+            index.set_meta("snapshot_generation", str(state.generation))
     note = f"; quarantined {len(repaired)} damaged document(s): {'; '.join(repaired)}" if repaired else ""
     note += "" if keep else " (knowledge documents off: NIGHTWATCH_COMPOUND_ENABLED=false)"
-    return f"{written} knowledge documents written, index holds {len(index.get('solutions', []))}{note}"
+    return f"{written} knowledge documents written, index holds {state.solutions}{note}"
+
+
+def write_documents(ctx: RunContext, report: RunReport, index: KnowledgeIndex,
+                    digests: dict[str, dict[str, str]]) -> tuple[int, list[str]]:
+    """The night's fresh analyses and its issue and PR numbers into their documents, then into the index."""
+    knowledge = home(ctx) / "knowledge"
+    where = index.paths_of(r.fingerprint for r in report.results)
+    damaged = [index.root / s["file"] for s in index.skipped()
+               if any(s["file"].endswith(f"_{r.fingerprint[:8]}.md") for r in report.results)]
+    repaired = [f.line() for f in quarantine_paths(home(ctx), [*where.values(), *damaged])]  # must not stop the writes
+    where = {fp: path for fp, path in where.items() if path.exists()}
+    written = 0
+    for result in report.results:
+        if result.analysis is not None and result.source in ("model", "triage") and result.run_id == ctx.run_id:
+            path = write_error_doc(result, knowledge, file_hashes=digests.get(result.fingerprint),
+                                   existing=where.get(result.fingerprint))
+            where[result.fingerprint], written = path or where.get(result.fingerprint), written + 1
+    numbers = [(i.fingerprint, {"issue_number": i.issue_number}) for i in report.issues if i.issue_number is not None]
+    if report.pr and report.pr.pr_number is not None:
+        numbers.append((report.pr.fingerprint, {"pr_number": report.pr.pr_number}))
+    for fingerprint, fields in numbers:
+        update_doc_metadata(knowledge, fingerprint, path=where.get(fingerprint), **fields)
+    synced = index.upsert([p for p in where.values() if p is not None] + damaged)
+    repaired += [f.line() for f in quarantine_skipped(home(ctx), synced.skipped)]
+    return written, repaired
 
 
 @nightwatch_task(name="detect_patterns", step="13")
 def detect_patterns(ctx: RunContext, report: RunReport, ignore_file: str | None) -> tuple[list[DetectedPattern], list[IgnoreSuggestion]]:
     """Step 13: cross-error and cross-run patterns, and ignore-rule suggestions for a human to review
-    (nothing when NIGHTWATCH_PATTERNS_ENABLED=false)."""
+    (nothing when NIGHTWATCH_PATTERNS_ENABLED=false). History is what the index holds of tonight's classes and
+    modules, never the whole knowledge base."""
     if not settings_for(ctx).patterns_enabled:
         return [], []
-    knowledge = home(ctx) / "knowledge"
-    history = load_index(knowledge).get("solutions", [])
-    patterns = detect_patterns_core(report.results, history)
-    in_force = noise_rules(Path(ignore_file) if ignore_file else None, defaults=settings_for(ctx).noise_defaults)
-    rules = [r.model_dump() for r in in_force]
-    suggestions = suggest_ignore_updates(report.results, history, rules)
-    if not ctx.dry_run:
-        for pattern in patterns:
-            write_pattern_doc(pattern, knowledge)
+    with open_index(home(ctx) / "knowledge") as index:
+        history = index.history({r.error.error_class for r in report.results},
+                                {module_of(r.error.transaction) for r in report.results})
+        patterns = detect_patterns_core(report.results, history)
+        in_force = noise_rules(Path(ignore_file) if ignore_file else None, defaults=settings_for(ctx).noise_defaults)
+        suggestions = suggest_ignore_updates(report.results, history, [r.model_dump() for r in in_force])
+        if not ctx.dry_run:
+            index.upsert([write_pattern_doc(pattern, index.root) for pattern in patterns])
     return patterns, suggestions
 
 

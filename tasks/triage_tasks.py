@@ -68,7 +68,7 @@ def triage_error(ctx: RunContext, error: ErrorGroup, traces: TraceData, research
     Every billed request is metered (answered, or `unconfirmed` when its answer was lost), even when the
     call then fails; a failure is raised as TriageFailed, so it is neither cached nor stored with secrets.
     """
-    known, why = known_prior(research.prior_analyses, research.file_digests)
+    known, why = known_prior(research.prior_analyses, research.file_digests, research.regression)
     if known is not None:
         return TriageOutcome(run_id=ctx.run_id, verdict=route(error.fingerprint, None, "knowledge", known, why))
     params = triage_params(error, traces, research.prior_analyses, settings_for(ctx).triage_model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 import typer
@@ -68,3 +69,16 @@ def test_run_json_prints_only_the_report():
     assert result.exit_code == 0, result.stderr
     report = RunReport.model_validate_json(result.stdout)
     assert report.errors_selected == 3 and report.demo_data
+
+
+def test_knowledge_rebuild_names_skipped_documents(nightwatch_home: Path):
+    errors = nightwatch_home / "knowledge" / "errors"
+    errors.mkdir(parents=True)
+    (errors / "2026-01-01_x_deadbeef.md").write_text("---\nerror_class: A\ntransaction: B\n---\n\n## Root Cause\n\nr\n")
+    (errors / "2026-01-01_y_cafebabe.md").write_text("---\nrun_id: x\n---\n")
+    result = runner.invoke(app, ["knowledge", "rebuild"])
+    assert result.exit_code == 1
+    assert "1 error document(s), 0 pattern(s) indexed, 1 skipped" in result.stdout
+    assert "skipped errors/2026-01-01_y_cafebabe.md: the frontmatter field 'error_class' is missing" in result.stderr
+    (errors / "2026-01-01_y_cafebabe.md").unlink()
+    assert runner.invoke(app, ["knowledge", "rebuild"]).exit_code == 0

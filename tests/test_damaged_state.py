@@ -26,7 +26,7 @@ def _damage(home: Path) -> None:
     errors = home / "knowledge" / "errors"
     errors.mkdir(parents=True, exist_ok=True)
     (errors / "2026-11-01_broken_deadbeef.md").write_text(BROKEN_DOC)
-    (home / "knowledge" / "index.yml").write_text("solutions: [unclosed\n")
+    (home / "knowledge" / "index.duckdb").write_bytes(b"not a database either" * 100)
     good = MetricsStore(home).write_model_calls("night-0", "2026-11-01", "part", make_calls(2))
     truncated = good.with_name("cut.parquet")
     truncated.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])

@@ -22,7 +22,7 @@ from knowledge_store.duck import (
     refresh_views,
     replace_with_retry,
 )
-from knowledge_store.index import rebuild_index
+from knowledge_store.index import open_index
 from knowledge_store.metrics import MetricsStore
 from knowledge_store.schema import MIGRATIONS, TABLES, apply_migrations, schema_for
 from nightwatch.models import (
@@ -75,7 +75,8 @@ def populate(home: Path) -> None:
         store.write_run(RunReport(run_id=run_id, started_at=started, window=window, results=results))
     knowledge = home / "knowledge"
     write_error_doc(make_result("run-1", "NoMethodError", 4), knowledge)
-    store.write_knowledge_index(rebuild_index(knowledge))
+    with open_index(knowledge) as index:
+        store.write_knowledge_index(index.snapshot())
 
 
 def columns(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:

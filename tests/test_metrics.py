@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from knowledge_store.documents import write_error_doc
-from knowledge_store.index import rebuild_index
+from knowledge_store.index import open_index
 from knowledge_store.metrics import MetricsStore, MetricsWriteError, safe_name, to_table
 from knowledge_store.schema import (
     MIGRATIONS,
@@ -169,15 +169,19 @@ def test_knowledge_index_snapshot_is_replaced(nightwatch_home: Path, tmp_path: P
     knowledge = tmp_path / "knowledge"
     write_error_doc(make_result(), knowledge, file_hashes={"app/a.rb": "1" * 64})
     store = MetricsStore(nightwatch_home)
-    store.write_knowledge_index(rebuild_index(knowledge))
+    with open_index(knowledge) as index:
+        store.write_knowledge_index(index.snapshot())
     write_error_doc(make_result("KeyError"), knowledge)
-    path = store.write_knowledge_index(rebuild_index(knowledge))
+    with open_index(knowledge) as index:
+        index.sync()
+        path = store.write_knowledge_index(index.snapshot())
 
     assert store.files("knowledge_index") == [path]
     snapshot = pq.read_table(path).to_pylist()
     assert sorted(r["error_class"] for r in snapshot) == ["KeyError", "NoMethodError"]
     no_method = next(r for r in snapshot if r["error_class"] == "NoMethodError")
     assert no_method["file_hashes"] == [("app/a.rb", "1" * 64)] and no_method["kind"] == "solution"
+    assert (no_method["fix_state"], no_method["trust"], no_method["schema_version"]) == ("none", 0.5, SCHEMA_VERSION)
 
 
 def test_rows_that_do_not_fit_the_schema_are_refused() -> None:

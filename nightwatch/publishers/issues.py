@@ -8,10 +8,12 @@ comments twice. Closed issues stay closed (a person closed them) but still hear 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -19,6 +21,7 @@ from nightwatch.atomic import atomic_write_text
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.github import GitHubRepoAdapter, github_errors
 from nightwatch.models import CreatedIssueResult, ErrorAnalysisResult
+from nightwatch.outcomes import REJECTING_LABELS, Filed, Observed
 from nightwatch.render.issue import (
     fingerprint_marker,
     hidden,
@@ -31,6 +34,7 @@ from nightwatch.render.issue import (
 
 LABEL = "nightwatch"
 MAX_ISSUES_SCANNED = 500
+MAX_OUTCOMES_SCANNED = 2_000
 COMMENTS_HEADING = "## Comments"
 
 
@@ -57,6 +61,10 @@ class IssueTracker(Protocol):
         ...
 
     def open_issue_count(self, label: str) -> int: ...
+
+    def reopen(self, number: int) -> None: ...
+
+    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int], Observed]: ...
 
 
 def hidden_form(marker: str) -> str:
@@ -101,10 +109,74 @@ class GitHubIssueTracker(GitHubRepoAdapter):
             issue.create_comment(with_marker(body, marker))
         return True
 
+    def reopen(self, number: int) -> None:
+        with github_errors(f"reopening issue #{number}", not_found=f"issue #{number} not found"):
+            self.repository.get_issue(number).edit(state="open")
+
+    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int], Observed]:
+        """The state of the issues and PRs NightWatch filed: one listing of the labelled issues (PRs included) updated
+        since the last sync, the tracked PRs still open read one by one, and reverts among the PRs merged since."""
+        issues = {d.issue_number for d in filed if d.issue_number is not None}
+        prs = {d.pr_number for d in filed if d.pr_number is not None}
+        found: dict[tuple[str, int], Observed] = {}
+        with github_errors("reading the state of the issues and PRs NightWatch filed"):
+            listing = self.repository.get_issues(state="all", labels=[self.label], sort="updated", direction="desc",
+                                                 **({"since": since} if since else {}))
+            for issue in islice(listing, MAX_OUTCOMES_SCANNED):
+                if not _is_pull(issue.html_url) and issue.number in issues:
+                    found[("issue", issue.number)] = issue_observed(issue)
+            pending = [d.pr_number for d in filed if d.pr_number is not None and d.pr_state in (None, "open")]
+            for number in pending:
+                found[("pr", number)] = pr_observed(self.repository.get_pull(number))
+            merged = {d.pr_number for d in filed if d.pr_state == "merged"} | {n for (k, n), o in found.items()
+                                                                                 if k == "pr" and o.state == "merged"}
+            found |= self._reverts(merged & prs, since)
+        return found
+
+    def _reverts(self, merged: set[int], since: datetime | None) -> dict[tuple[str, int], Observed]:
+        """PRs of `merged` that a later merged PR reverted ("Reverts owner/repo#N", as GitHub's revert button writes)."""
+        found: dict[tuple[str, int], Observed] = {}
+        if not merged:
+            return found
+        for pr in islice(self.repository.get_pulls(state="closed", sort="updated", direction="desc"), MAX_OUTCOMES_SCANNED):
+            if since and pr.updated_at and pr.updated_at < since:
+                break
+            for number in reverted_numbers(pr.title, pr.body, self.repo_name) & merged if pr.merged_at else ():
+                found[("pr", number)] = Observed(kind="pr", number=number, state="reverted", at=pr.merged_at, url=pr.html_url)
+        return found
+
     def open_issue_count(self, label: str) -> int:
         with github_errors("counting open issues"):
             listing = self.repository.get_issues(state="open", labels=[label])
             return sum(1 for issue in islice(listing, MAX_ISSUES_SCANNED) if not _is_pull(issue.html_url))
+
+
+def issue_observed(issue: Any) -> Observed:
+    """An issue's state: closed with its reason (a rejecting label first), or open (and whether it was reopened)."""
+    labels = sorted({label.name.lower() for label in issue.labels} & REJECTING_LABELS)
+    if issue.state == "closed":
+        reason = labels[0] if labels else (issue.state_reason or "completed")
+        return Observed(kind="issue", number=issue.number, state="closed", reason=reason, at=issue.closed_at, url=issue.html_url)
+    reopened = "reopened" if issue.state_reason == "reopened" else ""
+    return Observed(kind="issue", number=issue.number, state="open", reason=reopened, at=issue.updated_at, url=issue.html_url)
+
+
+def pr_observed(pr: Any) -> Observed:
+    if pr.merged_at is not None:
+        return Observed(kind="pr", number=pr.number, state="merged", at=pr.merged_at, url=pr.html_url)
+    closed = pr.state == "closed"
+    return Observed(kind="pr", number=pr.number, state="closed" if closed else "open", at=pr.closed_at if closed else None,
+                    url=pr.html_url)
+
+
+_REVERTS = re.compile(r"\bReverts\s+(?P<repo>[\w.-]+/[\w.-]+)?#(?P<number>\d+)")
+
+
+def reverted_numbers(title: str | None, body: str | None, repo: str) -> set[int]:
+    """The PR numbers a revert PR names: `Reverts owner/repo#12` (the form GitHub writes) or `Reverts #12`."""
+    if not (title or "").startswith("Revert"):
+        return set()
+    return {int(m["number"]) for m in _REVERTS.finditer(body or "") if m["repo"] in (None, repo)}
 
 
 def _is_pull(html_url: str | None) -> bool:
@@ -166,6 +238,39 @@ class FileIssueTracker:
 
     def open_issue_count(self, label: str) -> int:
         return sum(1 for e in self._index() if e["state"] == "open" and label in e["labels"])
+
+    def reopen(self, number: int) -> None:
+        issues = self._index()
+        for entry in issues:
+            if entry["number"] == number:
+                entry.update(state="open", state_reason="reopened")
+        self._save(issues)
+
+    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int], Observed]:
+        """The same states from the tracker's files, as a person (or a script) left them: an issue's `state`,
+        `state_reason`, `labels` and `closed_at`; a PR's `state` (open, closed, merged, reverted) and `merged_at`."""
+        found = {("issue", e["number"]): _file_issue(e) for e in self._index()}
+        pulls = self.root / "pulls" / "index.json"
+        try:
+            entries = json.loads(pulls.read_text(encoding="utf-8"))["pulls"] if pulls.exists() else []
+        except (ValueError, KeyError) as exc:
+            raise CodeHostError(f"pull request index is damaged: {pulls} ({exc}); fix or remove it") from exc
+        found |= {("pr", e["number"]): Observed(kind="pr", number=e["number"], state=e.get("state", "open"),
+                                                at=_moment(e.get("merged_at") or e.get("closed_at"))) for e in entries}
+        return found
+
+
+def _file_issue(entry: dict) -> Observed:
+    labels = sorted({str(label).lower() for label in entry.get("labels", [])} & REJECTING_LABELS)
+    if entry.get("state") == "closed":
+        reason = labels[0] if labels else str(entry.get("state_reason") or "completed")
+        return Observed(kind="issue", number=entry["number"], state="closed", reason=reason, at=_moment(entry.get("closed_at")))
+    reopened = "reopened" if entry.get("state_reason") == "reopened" else ""
+    return Observed(kind="issue", number=entry["number"], state="open", reason=reopened)
+
+
+def _moment(value: object) -> datetime | None:
+    return datetime.fromisoformat(str(value)) if value else None
 
 
 # the step ------------------------------------------------------------------------------------------
@@ -239,6 +344,8 @@ def _file_one(result: ErrorAnalysisResult, existing: TrackedIssue | None, tracke
         return _Filed(outcome, issue_body(result, run_id, demo))
     if existing:
         comment = occurrence_comment(result, run_id, issue_state=existing.state)
+        if result.regression and existing.state == "closed":
+            tracker.reopen(existing.number)  # a regression is not done with: the fix did not hold
         added = tracker.add_comment(existing.number, comment, run_marker(run_id))
         action = "commented" if added else "unchanged"
         reason = "" if added else f"run {run_id} already reported this occurrence"

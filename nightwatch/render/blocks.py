@@ -26,6 +26,7 @@ from nightwatch.render.summary import (
     has_followup,
     money,
     one_line,
+    regression_lines,
     root_cause_of,
     route_of,
     run_labels,
@@ -113,17 +114,25 @@ def report_blocks(report: RunReport) -> list[Block]:
     blocks = [header(_headline(report)), context(*_labels(report)), section(f"*Errors:* {counts_text(report)}")]
     if report.sources:
         blocks.append(context(*(f"{escape(s.name)}: *{STATE_LABELS[s.state]}*" for s in report.sources)))
-    blocks += _failures(report) + _findings(report) + _patterns(report) + _ignore_suggestions(report) + _warnings(report)
+    blocks += _regressions(report) + _failures(report) + _findings(report) + _patterns(report) + _ignore_suggestions(report) + _warnings(report)
     blocks += [divider(), _footer(report)]
     return cap_blocks(blocks)
+
+
+def _regressions(report: RunReport) -> list[Block]:
+    lines = regression_lines(report)
+    if not lines:
+        return []
+    return [section(f"*:rotating_light: Regressions ({len(lines)})*\n" + "\n".join(f"• {escape(line)}" for line in lines))]
 
 
 def fallback_text(report: RunReport) -> str:
     """The notification text (and what screen readers read) when blocks are not shown."""
     labels = "".join(f" [{label}]" for label in run_labels(report))
     failed = f", {report.errors_failed} FAILED" if report.errors_failed else ""
+    back = f"{len(report.regressions)} REGRESSION(S), " if report.regressions else ""
     return (
-        f"NightWatch {window_text(report.window)}: {len(analysed(report))} errors analysed{failed} "
+        f"NightWatch {window_text(report.window)}: {back}{len(analysed(report))} errors analysed{failed} "
         f"({report.errors_found} found, {report.errors_selected} selected){labels}"
     )
 

@@ -228,7 +228,11 @@ def occurrence_comment(result: ErrorAnalysisResult, run_id: str, issue_state: st
     error = result.error
     lines = [f"**New occurrence** seen by NightWatch run {code(run_id)}: {error.occurrences:,} occurrences"
              + (f", last at {error.last_seen:%Y-%m-%d %H:%M} UTC." if error.last_seen else ".")]
-    if issue_state == "closed":
+    if result.regression:
+        lines.insert(0, f"**Regression:** {_one_line(prose(result.regression, 500))}. NightWatch reopened this issue"
+                        " and investigated the error again." if issue_state == "closed" else
+                     f"**Regression:** {_one_line(prose(result.regression, 500))}.")
+    elif issue_state == "closed":
         lines.append("This issue is closed, but the error happened again. Reopen it if the fix did not hold.")
     analysis = result.analysis
     if result.failed:

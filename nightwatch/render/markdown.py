@@ -20,6 +20,8 @@ from nightwatch.render.summary import (
     money,
     noise_lines,
     one_line,
+    outcome_lines,
+    regression_lines,
     root_cause_of,
     route_of,
     run_labels,
@@ -51,12 +53,14 @@ def report_markdown(report: RunReport) -> str:
     """The whole night as Markdown."""
     sections = [
         _header(report),
+        _regressions(report),
         _failures(report),
         _sources(report),
         _steps(report),
         _errors(report),
         _findings(report),
         _followup_section(report),
+        _outcomes(report),
         _patterns(report),
         _ignore_suggestions(report),
         _totals(report),
@@ -79,6 +83,16 @@ def _header(report: RunReport) -> list[str]:
     details += [f"**Agent** {md(report.agent)}"] if report.agent else []
     details += [f"**Model** {md(report.model)}"] if report.model else []
     return lines + ([""] if run_labels(report) else []) + [" · ".join(details)]
+
+
+def _regressions(report: RunReport) -> list[str]:
+    lines = regression_lines(report)
+    return [f"## Regressions ({len(lines)})", ""] + [f"- **{md(line)}**" for line in lines] if lines else []
+
+
+def _outcomes(report: RunReport) -> list[str]:
+    lines = outcome_lines(report)
+    return ["## What happened to what NightWatch filed", ""] + [f"- {md(line)}" for line in lines] if lines else []
 
 
 def _failures(report: RunReport) -> list[str]:

@@ -105,6 +105,16 @@ def status_line(report: RunReport) -> str:
     return f"NightWatch {report.run_id}: FAILED: {'; '.join(parts)}"
 
 
+def regression_lines(report: RunReport, limit: int = 300) -> list[str]:
+    """One line per regression (an error back after its fix merged, or whose issue was reopened), first in every report."""
+    return [one_line(f"{r.error.error_class} in {r.error.transaction}: {r.regression}", limit) for r in report.regressions]
+
+
+def outcome_lines(report: RunReport, limit: int = 300) -> list[str]:
+    """What people did with what NightWatch filed, since the last night (step 1.5)."""
+    return [one_line(line, limit) for line in report.outcomes]
+
+
 def failure_lines(report: RunReport, limit: int = 300) -> list[str]:
     """One line per failed analysis: which error, and why."""
     return [f"{one_line(r.error.label, 100)}: {one_line(reason, limit)}" for r, reason in report.failures()]
@@ -189,6 +199,7 @@ def text_summary(report: RunReport, color: bool = False) -> str:
     paint = _painter(color)
     sections = [
         _header(report, paint),
+        _regressions(report, paint),
         _failed(report, paint),
         _sources(report, paint),
         _steps(report, paint),
@@ -196,6 +207,7 @@ def text_summary(report: RunReport, color: bool = False) -> str:
         context_table(report),
         _findings(report),
         _followup(report),
+        _outcomes(report),
         _advice(report),
         _totals(report),
         _warnings(report, paint),
@@ -218,6 +230,16 @@ def _header(report: RunReport, paint: Paint) -> list[str]:
         lines.append(f"model   {report.model}")
     lines += [paint(f"*** {label} ***", "yellow") for label in run_labels(report)]
     return lines
+
+
+def _regressions(report: RunReport, paint: Paint) -> list[str]:
+    lines = regression_lines(report)
+    return [paint(f"REGRESSIONS ({len(lines)})", "red")] + _bullets(lines) if lines else []
+
+
+def _outcomes(report: RunReport) -> list[str]:
+    lines = outcome_lines(report)
+    return ["What happened to what NightWatch filed"] + _bullets(lines) if lines else []
 
 
 def _failed(report: RunReport, paint: Paint) -> list[str]:

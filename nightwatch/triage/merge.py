@@ -67,7 +67,8 @@ def _result(run_id: str, agent: str, error: ErrorGroup, research: ResearchContex
     if deep is not None:
         return deep.model_copy(update={"error": error, "verdict": verdict, "model_calls": calls + deep.model_calls,
                                        "tokens": sum((c.usage for c in calls), deep.tokens),
-                                       "cost_usd": round(deep.cost_usd + sum(c.cost_usd for c in calls), 6)})
+                                       "cost_usd": round(deep.cost_usd + sum(c.cost_usd for c in calls), 6),
+                                       "regression": research.regression})
     analysis, source = None, "cache" if triage.cached else "triage"
     if verdict.route == "known":
         prior = research.prior_analyses[0]
@@ -82,4 +83,5 @@ def _result(run_id: str, agent: str, error: ErrorGroup, research: ResearchContex
     return ErrorAnalysisResult(run_id=run_id, error=error, verdict=verdict, analysis=analysis, source=source, agent=agent,
                                model=calls[0].model if calls else "", tokens=sum((c.usage for c in calls), TokenUsage()),
                                cost_usd=round(sum(c.cost_usd for c in calls), 6), model_calls=calls,
-                               prior_analyses=research.prior_analyses, correlated_prs=research.correlated_prs)
+                               prior_analyses=research.prior_analyses, correlated_prs=research.correlated_prs,
+                               regression=research.regression)

@@ -107,7 +107,7 @@ def plan_night(run_id: str, items: list[tuple[ErrorGroup, TraceData, ResearchCon
     requests: list[TriageRequest] = []
     taken: set[str] = set()
     for error, traces, research in items:
-        prior, why = known_prior(research.prior_analyses, research.file_digests)
+        prior, why = known_prior(research.prior_analyses, research.file_digests, research.regression)
         if prior is not None:
             known[error.fingerprint] = TriageOutcome(run_id=run_id, verdict=route(error.fingerprint, None, "knowledge", prior, why))
             continue

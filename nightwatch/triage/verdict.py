@@ -28,6 +28,7 @@ from nightwatch.models import (
     TraceData,
     TriageVerdict,
 )
+from nightwatch.outcomes import DISTRUSTED_STATES
 from nightwatch.pricing import PRICE_TABLE_VERSION, cost_usd
 from nightwatch.prompts import error_header, priors_section, trace_summary
 from nightwatch.triage.backends import usage_from
@@ -141,10 +142,15 @@ def triage_direct(client: ModelClient, params: dict[str, Any], run_id: str, fing
     return parse_answer(response.content), call
 
 
-def known_prior(priors: list[PriorAnalysis], digests: dict[str, str]) -> tuple[PriorAnalysis | None, str]:
-    """A trusted prior answer: high confidence, fix confirmed, strong match, and cited files unchanged."""
+def known_prior(priors: list[PriorAnalysis], digests: dict[str, str], regression: str = "") -> tuple[PriorAnalysis | None, str]:
+    """A trusted prior answer: high confidence, fix confirmed (and not rejected, reverted or regressed since), strong
+    match, and cited files unchanged. A regression is never answered as known."""
+    if regression:
+        return None, regression
     for prior in priors:
         if prior.match_score < KNOWN_MIN_SCORE or prior.fix_confidence != "high" or not prior.fix_confirmed:
+            continue
+        if prior.fix_state in DISTRUSTED_STATES:
             continue
         changed = [p for p, h in prior.file_hashes.items() if digests.get(p) not in (None, h)]
         if changed:

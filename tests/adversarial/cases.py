@@ -220,7 +220,7 @@ def _broken_doc(home: Path) -> None:
 
 def _broken_index(home: Path) -> None:
     (home / "knowledge").mkdir(parents=True)
-    (home / "knowledge" / "index.yml").write_text("solutions: {{{\n")
+    (home / "knowledge" / "index.duckdb").write_bytes(b"{{{ not a database" * 200)
 
 
 def _truncated_parquet(home: Path) -> None:
@@ -251,7 +251,7 @@ BAD_INPUTS: list[Case] = [
     Case("an error row that is not an object", _night_of(lambda d: _rows(d).insert(0, "not a row"))),
     Case("an export with no actor", _night_of(lambda d: d["errors"]["data"].pop("actor"))),
     Case("a knowledge document with broken frontmatter", _state(_broken_doc)),
-    Case("an index.yml that is not YAML", _state(_broken_index)),
+    Case("a knowledge index that is not a database", _state(_broken_index)),
     Case("a truncated Parquet file", _state(_truncated_parquet)),
     Case("a views file that is not a database", _state(_garbage_views)),
     Case("empty error class and message", _night_of(lambda d: _rows(d)[0].update({"error.class": "", "message": ""}))),

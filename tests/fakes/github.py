@@ -96,6 +96,27 @@ class FakeGitHub:
         issue["pull_request"] = True
         return number
 
+    def close_issue(self, number: int, reason: str = "completed", labels: list[str] | None = None) -> None:
+        """What a person does on github.com: close (as completed or not_planned), perhaps with a label."""
+        issue = self.issues[number]
+        now = self._tick()
+        issue.update(state="closed", state_reason=reason, closed_at=now, updated_at=now)
+        issue["labels"].extend(label for label in labels or [] if label not in issue["labels"])
+
+    def reopen_issue(self, number: int) -> None:
+        now = self._tick()
+        self.issues[number].update(state="open", state_reason="reopened", closed_at=None, updated_at=now)
+
+    def merge_pr(self, number: int, at: datetime | None = None) -> None:
+        now = at or self._tick()
+        self.issues[number].update(state="closed", closed_at=now, updated_at=now)
+        self.pulls[number].update(merged_at=now, updated_at=now)
+
+    def close_pr(self, number: int) -> None:
+        now = self._tick()
+        self.issues[number].update(state="closed", closed_at=now, updated_at=now)
+        self.pulls[number]["updated_at"] = now
+
     # state helpers ---------------------------------------------------------------------------------
     def _tick(self) -> datetime:
         return T0 + timedelta(seconds=next(self._clock))
@@ -144,11 +165,12 @@ class FakeGitHub:
             "labels": [{"name": name, "id": abs(hash(name)) % 10_000} for name in issue["labels"]],
             "user": self._user(issue["user"]), "comments": len(self.comments[number]),
             "created_at": _iso(issue["created_at"]), "updated_at": _iso(issue["updated_at"]),
+            "closed_at": _iso(issue.get("closed_at")), "state_reason": issue.get("state_reason"),
             "url": self._api(f"/issues/{number}"),
             "html_url": f"https://github.example/{self.full_name}/{'pull' if issue['pull_request'] else 'issues'}/{number}",
         }
         if issue["pull_request"]:
-            out["pull_request"] = {"url": self._api(f"/pulls/{number}")}
+            out["pull_request"] = {"url": self._api(f"/pulls/{number}"), "merged_at": _iso(self.pulls[number]["merged_at"])}
         return out
 
     def pull_json(self, number: int) -> dict[str, Any]:
@@ -160,6 +182,7 @@ class FakeGitHub:
             "id": issue["id"], "number": number, "title": issue["title"], "body": issue["body"], "state": issue["state"],
             "draft": pr["draft"], "merged": pr["merged_at"] is not None, "merged_at": _iso(pr["merged_at"]),
             "created_at": _iso(issue["created_at"]), "updated_at": _iso(pr["updated_at"]),
+            "closed_at": _iso(issue.get("closed_at")),
             "user": self._user(issue["user"]), "head": side(pr["head"]), "base": side(pr["base"]),
             "labels": [{"name": name} for name in issue["labels"]],
             "url": self._api(f"/pulls/{number}"), "issue_url": self._api(f"/issues/{number}"),
@@ -186,6 +209,8 @@ class FakeGitHub:
             ("GET", r + "/pulls", self._list_pulls),
             ("POST", r + "/pulls", self._create_pull),
             ("GET", r + "/pulls/{number}/files", self._pull_files),
+            ("GET", r + "/pulls/{number}", self._get_pull),
+            ("PATCH", r + "/issues/{number}", self._edit_issue),
             ("GET", r + "/issues", self._list_issues),
             ("POST", r + "/issues", self._create_issue),
             ("GET", r + "/issues/{number}", self._get_issue),
@@ -316,6 +341,21 @@ class FakeGitHub:
         old, new = self.branches[base], self.branches[head]
         return sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p))
 
+    def _get_pull(self, req: Request) -> Reply:
+        number = int(req.params["number"])
+        return Reply(200, self.pull_json(number)) if number in self.pulls else Reply(404, {"message": "Not Found"})
+
+    def _edit_issue(self, req: Request) -> Reply:
+        number = int(req.params["number"])
+        if number not in self.issues:
+            return Reply(404, {"message": "Not Found"})
+        state = req.json().get("state")
+        if state == "open":
+            self.reopen_issue(number)
+        elif state == "closed":
+            self.close_issue(number, req.json().get("state_reason") or "completed")
+        return Reply(200, self.issue_json(number))
+
     def _pull_files(self, req: Request) -> Reply:
         number = int(req.params["number"])
         if number not in self.pulls:
@@ -327,8 +367,10 @@ class FakeGitHub:
     def _list_issues(self, req: Request) -> Reply:
         state = self._q(req, "state", "open")
         wanted = {label for label in self._q(req, "labels").split(",") if label}
+        since = self._q(req, "since")
         numbers = [n for n, i in self.issues.items()
-                   if (state == "all" or i["state"] == state) and wanted <= set(i["labels"])]
+                   if (state == "all" or i["state"] == state) and wanted <= set(i["labels"])
+                   and (not since or _iso(i["updated_at"]) >= since)]
         key = "updated_at" if self._q(req, "sort", "created") == "updated" else "created_at"
         numbers.sort(key=lambda n: (self.issues[n][key], n), reverse=self._q(req, "direction", "desc") == "desc")
         return self._page(req, [self.issue_json(n) for n in numbers])

@@ -1,0 +1,150 @@
+"""Outcomes: what people did with the issues and fix PRs NightWatch filed, and what that says about the analysis.
+
+Each night first asks the tracker (GitHub, or the offline tracker's files) for the state of everything
+NightWatch filed. A change of state moves the analysis's trust, which search ranks by and triage reads:
+
+| seen | fix state | trust | reused as known? |
+|---|---|---|---|
+| PR merged | merged | 0.9 | yes, until the error is seen again after the deploy lag |
+| issue closed as completed | resolved | 0.7 | no (nothing NightWatch proposed was confirmed) |
+| PR closed unmerged; issue closed as not planned, `wontfix`, `not-a-bug`, `invalid` | rejected | 0.2 | no; the rejection is in the next prompt |
+| PR merged, then reverted | reverted | 0.1 | no; "do not propose it again" |
+| issue reopened | regressed | 0.3 | no |
+
+An error seen after its fix merged (or its issue closed as completed), later than the deploy lag allows,
+is a regression: flagged first in the report and on its issue, and investigated again, never answered
+as known.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from pydantic import BaseModel
+
+from nightwatch.models import ErrorGroup, PriorAnalysis
+from nightwatch.research import ResearchContext
+
+REJECTING_LABELS = frozenset({"wontfix", "won't fix", "not-a-bug", "not a bug", "invalid", "nightwatch:wrong"})
+TRUST = {"merged": 0.9, "resolved": 0.7, "regressed": 0.3, "rejected": 0.2, "reverted": 0.1}
+FIXED_STATES = frozenset({"merged", "resolved"})
+DISTRUSTED_STATES = frozenset({"rejected", "reverted", "regressed"})
+
+
+class Observed(BaseModel):
+    """What the tracker says of one issue or PR now."""
+
+    kind: Literal["issue", "pr"]
+    number: int
+    state: Literal["open", "closed", "merged", "reverted", "missing"]
+    reason: str = ""  # an issue's close reason (completed, not_planned, reopened) or the label that rejected it
+    at: datetime | None = None  # when it reached this state
+    url: str = ""
+
+    @property
+    def key(self) -> str:
+        """The state as the knowledge document remembers it: a change of this is an outcome."""
+        return f"{self.state}:{self.reason}" if self.reason else self.state
+
+
+class Filed(BaseModel):
+    """What the knowledge index knows of one analysis's issue and PR."""
+
+    fingerprint: str
+    path: str
+    issue_number: int | None = None
+    pr_number: int | None = None
+    issue_state: str | None = None
+    pr_state: str | None = None
+
+
+class OutcomeChange(BaseModel):
+    """One observed change, and what it does to the analysis's document."""
+
+    fingerprint: str
+    path: str
+    kind: Literal["issue", "pr"]
+    number: int
+    state: str
+    previous: str | None
+    fix_state: str | None  # None: only the state is remembered (an issue still open, a PR still a draft)
+    trust: float | None
+    note: str
+    at: datetime | None = None
+    url: str = ""
+
+    @property
+    def judged(self) -> bool:
+        """The change says something about the analysis (not only a state to remember, such as an issue still open)."""
+        return self.fix_state is not None
+
+    def fields(self) -> dict[str, object]:
+        """What the document's frontmatter takes from this change."""
+        out: dict[str, object] = {f"{self.kind}_state": self.state}
+        if self.fix_state is not None:
+            out |= {"fix_state": self.fix_state, "trust": self.trust, "outcome": self.note,
+                    "fix_confirmed": self.fix_state == "merged"}
+        if self.fix_state in FIXED_STATES and self.at is not None:
+            out["fix_merged_at"] = self.at.astimezone(timezone.utc).isoformat(timespec="seconds")
+        return out
+
+
+def judge(observed: Observed, previous: str | None) -> tuple[str, str] | None:
+    """(fix state, one-line note) for an observed state; None when it says nothing about the analysis yet."""
+    what = f"{'PR' if observed.kind == 'pr' else 'issue'} #{observed.number}"
+    when = f" on {observed.at:%Y-%m-%d}" if observed.at else ""
+    if observed.kind == "pr":
+        return {"merged": ("merged", f"{what} merged{when}"),
+                "reverted": ("reverted", f"{what} was merged, then reverted{when}"),
+                "closed": ("rejected", f"{what} closed without merging{when}")}.get(observed.state)
+    if observed.state == "closed":
+        if observed.reason in REJECTING_LABELS or observed.reason == "not_planned":
+            return "rejected", f"{what} closed as {observed.reason.replace('_', ' ')}{when}"
+        return "resolved", f"{what} closed as completed{when}"
+    if observed.state == "open" and (observed.reason == "reopened" or (previous or "").startswith("closed")):
+        return "regressed", f"{what} reopened{when}"
+    return None
+
+
+def changes(filed: list[Filed], observed: dict[tuple[str, int], Observed]) -> list[OutcomeChange]:
+    """Every filed issue and PR whose state moved since the documents last recorded it; issues first, so a PR's
+    outcome (the stronger signal) is applied last."""
+    found = []
+    for kind in ("issue", "pr"):
+        for doc in filed:
+            number, previous = getattr(doc, f"{kind}_number"), getattr(doc, f"{kind}_state")
+            now = observed.get((kind, number)) if number is not None else None
+            if now is None or now.state == "missing" or now.key == previous:
+                continue
+            verdict = judge(now, previous)
+            found.append(OutcomeChange(
+                fingerprint=doc.fingerprint, path=doc.path, kind=kind, number=number, state=now.key, previous=previous,
+                fix_state=verdict[0] if verdict else None, trust=TRUST[verdict[0]] if verdict else None,
+                note=verdict[1] if verdict else "", at=now.at, url=now.url))
+    return found
+
+
+def regression_of(error: ErrorGroup, priors: list[PriorAnalysis], seen_at: datetime, lag: timedelta) -> str:
+    """Why tonight's `error` is a regression of an earlier analysis of the same fingerprint, or "" when it is not."""
+    for prior in priors:
+        if prior.fingerprint != error.fingerprint:
+            continue
+        if prior.fix_state == "regressed":
+            return f"regression: {prior.outcome or 'its issue was reopened'}"
+        fixed_at = prior.fix_merged_at
+        if prior.fix_state in FIXED_STATES and fixed_at is not None and seen_at > fixed_at + lag:
+            return (f"regression: seen {seen_at:%Y-%m-%d %H:%M} UTC, after {prior.outcome or 'its fix'} "
+                    f"(more than the {lag.total_seconds() / 3600:g}h deploy lag later)")
+    return ""
+
+
+def mark_regression(research: ResearchContext, error: ErrorGroup, seen_at: datetime, lag: timedelta) -> ResearchContext:
+    """The research of `error`, saying so when it is a regression; its prior analysis then reads as regressed, so
+    triage never answers it as known and every prompt says the fix did not hold."""
+    why = regression_of(error, research.prior_analyses, seen_at, lag)
+    if not why:
+        return research
+    priors = [p.model_copy(update={"fix_state": "regressed", "trust": TRUST["regressed"], "outcome": why})
+              if p.fingerprint == error.fingerprint else p for p in research.prior_analyses]
+    return research.model_copy(update={"regression": why, "prior_analyses": priors})

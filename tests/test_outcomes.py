@@ -1,0 +1,216 @@
+"""Outcome feedback through the fake GitHub server: what people do with NightWatch's issues and PRs moves the
+trust of the analysis behind them, and an error that comes back after its fix merged is a regression.
+
+The chain is the production one: PyGithub against a local GitHub, the knowledge documents and their DuckDB index,
+search, triage's `known_prior`, the regression check and the report's renderers.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from knowledge_store.documents import read_doc, update_doc_metadata, write_error_doc
+from knowledge_store.index import open_index
+from knowledge_store.outcomes import apply_changes, last_synced, outcome_changes
+from knowledge_store.search import search_prior_knowledge
+from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, RunReport, TriageVerdict, Window
+from nightwatch.outcomes import Observed, judge, mark_regression
+from nightwatch.publishers.issues import FileIssueTracker, GitHubIssueTracker, file_issues, reverted_numbers
+from nightwatch.render.markdown import report_markdown
+from nightwatch.render.summary import text_summary
+from nightwatch.research import ResearchContext
+from nightwatch.triage.merge import combine_results
+from nightwatch.triage.verdict import TriageOutcome, known_prior
+from tests.fakes.github import FakeGitHub
+
+NIGHT_1 = datetime(2026, 11, 1, 6, tzinfo=timezone.utc)
+LAG = timedelta(hours=24)
+
+
+def error(occurrences: int = 40, last_seen: datetime | None = None) -> ErrorGroup:
+    return ErrorGroup(error_class="NoMethodError", transaction="Controller/orders/show",
+                      message="undefined method `name' for nil", occurrences=occurrences, last_seen=last_seen)
+
+
+def analysed(run_id: str = "night-1") -> ErrorAnalysisResult:
+    analysis = Analysis(title="Order#customer is nil for guest checkouts", reasoning="Guest orders have no customer.",
+                        root_cause="Order#customer is nil for guest checkouts", has_fix=True, confidence="high")
+    return ErrorAnalysisResult(run_id=run_id, error=error(last_seen=NIGHT_1), analysis=analysis)
+
+
+@pytest.fixture
+def github():
+    with FakeGitHub() as fake:
+        yield fake
+
+
+def tracker(fake: FakeGitHub) -> GitHubIssueTracker:
+    return GitHubIssueTracker(fake.full_name, SecretStr(fake.token), fake.url, retries=0)
+
+
+def night_one(knowledge: Path, fake: FakeGitHub) -> tuple[int, int]:
+    """Night 1 analysed the error, filed an issue and a draft fix PR, and remembered both numbers."""
+    result = analysed()
+    write_error_doc(result, knowledge, file_hashes={"app/models/order.rb": "a" * 64}, detected_at=NIGHT_1)
+    issue = tracker(fake).create_issue("NoMethodError in orders#show", "body", [], result.fingerprint).number
+    pr = fake.add_pr("[NightWatch] Fix: guest orders", ["app/models/order.rb"], author="nightwatch-bot", state="open",
+                     draft=True)
+    update_doc_metadata(knowledge, result.fingerprint, issue_number=issue, pr_number=pr)
+    with open_index(knowledge) as index:
+        index.sync()
+    return issue, pr
+
+
+def sync(knowledge: Path, fake: FakeGitHub, at: datetime) -> list[str]:
+    """Step 1.5 as the task runs it."""
+    with open_index(knowledge) as index:
+        found = outcome_changes(index, tracker(fake).observe_outcomes(index.filed(), last_synced(index)))
+        apply_changes(index, found, at)
+    return [c.note for c in found if c.judged]
+
+
+def research_tonight(knowledge: Path, seen: datetime) -> tuple[ResearchContext, ErrorGroup]:
+    tonight = error(last_seen=seen)
+    with open_index(knowledge) as index:
+        priors = search_prior_knowledge(tonight, index)
+    research = ResearchContext(fingerprint=tonight.fingerprint, prior_analyses=priors,
+                               file_digests={"app/models/order.rb": "a" * 64})
+    return mark_regression(research, tonight, seen, LAG), tonight
+
+
+def test_a_merged_fix_is_trusted_and_reused_as_known(tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, pr = night_one(knowledge, github)
+    github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
+    github.close_issue(issue, "completed")
+
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=1)) == [
+        f"issue #{issue} closed as completed{sync_date(github, issue)}", f"PR #{pr} merged on 2026-11-01"]
+    meta, _ = read_doc(next((knowledge / "errors").glob("*.md")))
+    assert (meta["fix_state"], meta["trust"], meta["fix_confirmed"], meta["pr_state"]) == ("merged", 0.9, True, "merged")
+
+    research, tonight = research_tonight(knowledge, NIGHT_1 + timedelta(hours=12))  # within the deploy lag
+    assert research.regression == ""
+    known, why = known_prior(research.prior_analyses, research.file_digests, research.regression)
+    assert known is not None and known.trust == 0.9 and why.startswith("known: fix-confirmed")
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=2)) == []  # the same states again change nothing
+
+
+def sync_date(fake: FakeGitHub, number: int) -> str:
+    return f" on {fake.issues[number]['closed_at']:%Y-%m-%d}"
+
+
+def test_a_fix_closed_unmerged_is_distrusted_and_investigated_again_with_the_rejection_in_the_prompt(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    from nightwatch.triage.verdict import triage_params
+
+    knowledge = tmp_path / "knowledge"
+    _, pr = night_one(knowledge, github)
+    update_doc_metadata(knowledge, analysed().fingerprint, fix_confirmed=True)  # even a confirmed analysis
+    github.close_pr(pr)
+
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=1)) == [f"PR #{pr} closed without merging{sync_date(github, pr)}"]
+    research, tonight = research_tonight(knowledge, NIGHT_1 + timedelta(days=1))
+    prior = research.prior_analyses[0]
+    assert (prior.fix_state, prior.trust, prior.fix_confirmed) == ("rejected", 0.2, False)
+    assert known_prior(research.prior_analyses, research.file_digests, research.regression)[0] is None
+    prompt = triage_params(tonight, _no_traces(tonight), research.prior_analyses, "claude-haiku-4-5")["messages"][0]
+    assert "People REJECTED this analysis or its fix" in prompt["content"][0]["text"]
+    assert f"PR #{pr} closed without merging" in prompt["content"][0]["text"]
+
+
+def _no_traces(tonight: ErrorGroup):  # type: ignore[no-untyped-def]
+    from nightwatch.models import TraceData
+
+    return TraceData(fingerprint=tonight.fingerprint)
+
+
+def test_an_error_seen_after_its_fix_merged_is_a_regression_first_in_the_report_and_on_its_issue(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, pr = night_one(knowledge, github)
+    github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
+    github.close_issue(issue, "completed")
+    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+
+    seen = NIGHT_1 + timedelta(days=3)
+    research, tonight = research_tonight(knowledge, seen)
+    assert research.regression.startswith("regression: seen 2026-11-04 06:00 UTC, after PR #")
+    assert known_prior(research.prior_analyses, research.file_digests, research.regression)[0] is None
+    other = ErrorGroup(error_class="KeyError", transaction="Controller/carts/show", message="key not found: :id", occurrences=900)
+    verdicts = [TriageVerdict(fingerprint=e.fingerprint, route="simple", likely_root_cause="cause", confidence="high")
+                for e in (other, tonight)]
+    results = combine_results("night-4", "default", [other, tonight], [ResearchContext(fingerprint=other.fingerprint), research],
+                              [TriageOutcome(run_id="night-4", verdict=v) for v in verdicts], {})
+    assert [bool(r.regression) for r in results] == [False, True]
+    report = RunReport(run_id="night-4", started_at=seen, window=Window.ending_at(seen, timedelta(days=1)), results=results)
+    markdown, text = report_markdown(report), text_summary(report)
+    assert markdown.index("## Regressions (1)") < markdown.index("## Errors")
+    assert "REGRESSIONS (1)" in text.splitlines()[:8]
+
+    filed = file_issues([r for r in results if r.regression], tracker(github), "night-4", 5, 50, demo=False)
+    assert [(f.issue_number, f.action) for f in filed] == [(issue, "commented")]
+    assert github.issues[issue]["state"] == "open"  # reopened: the fix did not hold
+    assert github.comments[issue][-1]["body"].startswith("**Regression:** regression: seen 2026-11-04")
+
+
+def test_a_reopened_issue_makes_the_next_occurrence_a_regression(tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, _ = night_one(knowledge, github)
+    github.close_issue(issue, "completed")
+    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    github.reopen_issue(issue)
+
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=2)) == [f"issue #{issue} reopened{_updated(github, issue)}"]
+    research, _ = research_tonight(knowledge, NIGHT_1 + timedelta(days=2))
+    assert research.regression == f"regression: issue #{issue} reopened{_updated(github, issue)}"
+    assert research.prior_analyses[0].fix_state == "regressed"
+
+
+def _updated(fake: FakeGitHub, number: int) -> str:
+    return f" on {fake.issues[number]['updated_at']:%Y-%m-%d}"
+
+
+def test_wontfix_labels_not_planned_and_reverts_reject_the_analysis() -> None:
+    closed = Observed(kind="issue", number=3, state="closed", reason="wontfix")
+    assert judge(closed, "open") == ("rejected", "issue #3 closed as wontfix")
+    assert judge(Observed(kind="issue", number=3, state="closed", reason="not_planned"), None)[0] == "rejected"
+    assert judge(Observed(kind="pr", number=9, state="reverted"), "merged") == ("reverted", "PR #9 was merged, then reverted")
+    assert judge(Observed(kind="issue", number=3, state="open"), None) is None  # still open: says nothing yet
+    assert reverted_numbers('Revert "[NightWatch] Fix: guest orders"', "Reverts acme/shop#12", "acme/shop") == {12}
+    assert reverted_numbers("Fix things", "Reverts acme/shop#12", "acme/shop") == set()
+    assert reverted_numbers("Revert x", "Reverts other/repo#12", "acme/shop") == set()
+
+
+def test_reverts_are_found_among_the_prs_merged_since(tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    _, pr = night_one(knowledge, github)
+    github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
+    sync(knowledge, github, NIGHT_1 + timedelta(hours=4))
+    github.add_pr('Revert "[NightWatch] Fix: guest orders"', ["app/models/order.rb"], body=f"Reverts acme/shop#{pr}",
+                  merged_at=NIGHT_1 + timedelta(hours=30))
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=2)) == [f"PR #{pr} was merged, then reverted on 2026-11-02"]
+    meta, _ = read_doc(next((knowledge / "errors").glob("*.md")))
+    assert (meta["fix_state"], meta["trust"], meta["fix_confirmed"]) == ("reverted", 0.1, False)
+
+
+def test_the_offline_tracker_reports_outcomes_from_its_files(tmp_path: Path) -> None:
+    knowledge, files = tmp_path / "knowledge", FileIssueTracker(tmp_path / "tracker")
+    result = analysed()
+    write_error_doc(result, knowledge, detected_at=NIGHT_1)
+    number = files.create_issue("NoMethodError in orders#show", "body", [], result.fingerprint).number
+    update_doc_metadata(knowledge, result.fingerprint, issue_number=number)
+    index_file = tmp_path / "tracker" / "index.json"
+    entries = json.loads(index_file.read_text())
+    entries["issues"][0].update(state="closed", labels=["nightwatch", "not-a-bug"])  # as a person would edit it
+    index_file.write_text(json.dumps(entries))
+    with open_index(knowledge) as index:
+        index.sync()
+        found = outcome_changes(index, files.observe_outcomes(index.filed(), None))
+        apply_changes(index, found, NIGHT_1)
+    assert [c.note for c in found if c.judged] == [f"issue #{number} closed as not-a-bug"]
