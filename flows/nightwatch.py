@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Literal
 
 from prefect import flow, get_run_logger
@@ -19,6 +20,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
 from knowledge_store.index import KnowledgeState
+from knowledge_store.trend import TREND_FILE
 from nightwatch.models import CorrelatedPR, ErrorAnalysisResult, ErrorGroup, RunReport, StepOutcome, TraceData
 from nightwatch.render.summary import status_line
 from nightwatch.report import analyze_detail
@@ -142,6 +144,8 @@ def learn_from_night(ctx: RunContext, report: RunReport, found: Gathered) -> Non
              critical=False)
     report.finished_at = datetime.now(timezone.utc)
     run_step(report, "-", "record_run", learn.record_run, ctx, report, critical=False)
+    trend = Path(report.reports_dir or ".") / TREND_FILE
+    report.trend_svg = str(trend) if report.reports_dir and trend.exists() else None
     run_step(report, "-", "report_artifact", publish.report_artifact, ctx, report, critical=False)
 
 

@@ -2,9 +2,12 @@
 
 - documents: one Markdown + YAML document per error fingerprint (and per detected pattern)
 - index / search: `index.duckdb` holds a row per document; search looks up candidates, scores only those
-- schema / metrics: versioned Parquet tables (runs, errors, analyses, model_calls, tool_calls,
-  knowledge_index), written atomically and idempotently per run
-- duck: `nightwatch.duckdb`, views over the Parquet for analysts (see SCHEMA.md for the columns)
+- outcomes: what people did with NightWatch's issues and PRs, into the documents' trust
+- schema / metrics / layout: versioned Parquet tables (runs, errors, analyses, model_calls, tool_calls,
+  outcomes, knowledge_index), written atomically and idempotently per night, one file per table per
+  night and per closed month
+- duck / summary / trend: `nightwatch.duckdb`, views over the Parquet for analysts (see SCHEMA.md for the
+  columns); `nightwatch metrics` and its trend picture
 
 Every file is written through `atomic`: readers never see a partial file.
 """

@@ -1,12 +1,10 @@
 """DuckDB views over the Parquet metrics, for analysts and for the README's example queries.
 
-`<home>/nightwatch.duckdb` holds only views: Parquet stays the system of record. Each table view
-reads `<home>/metrics/<table>/**/*.parquet` with hive partitioning (adding the run `date`) and
-`union_by_name`, united BY NAME with a typed empty row set built from the pyarrow schema, so:
-- a table with no files yet is still a view with the right columns and zero rows;
-- files written under an older schema version show the newer columns as NULL.
-The views re-scan the folder on every query, so new Parquet files appear without a refresh;
-`refresh_views` is needed only when a table gets its first files or the schema changes.
+`<home>/nightwatch.duckdb` holds only views: Parquet stays the system of record. Each table view reads
+`<home>/metrics/<table>/month=*/*.parquet` (knowledge_store/layout.py) with hive partitioning on `month`,
+so `WHERE month = '2026-11'` opens one folder; every file carries the current schema and a zero-row file
+per table is always there, so the views need neither `union_by_name` nor a refresh when files arrive.
+They are created once, and again only when the schema version changes (`ensure_views`).
 
 Analysts keep the file open read-only while a flow runs. A DuckDB writer cannot open a file that
 readers hold, so the views are built in a new file beside it and swapped in with `os.replace`:
@@ -24,12 +22,12 @@ from pathlib import Path
 
 import duckdb
 
-from knowledge_store.metrics import SNAPSHOT_TABLES
-from knowledge_store.schema import TABLES, duckdb_type, schema_for
+from knowledge_store.layout import SNAPSHOT_TABLES, ensure_schema_files
+from knowledge_store.schema import SCHEMA_VERSION, TABLES
 from nightwatch.atomic import temp_path_for
 
 DB_FILE = "nightwatch.duckdb"
-HIVE_KEYS = {"date": "DATE", "run": "VARCHAR"}
+VERSION_VIEW = "nightwatch_schema"
 
 
 class ViewsLockedError(RuntimeError):
@@ -44,30 +42,13 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def empty_select(table: str) -> str:
-    """A zero-row SELECT with every column of the table (and the `date` partition) correctly typed."""
-    columns = [f"CAST(NULL AS {duckdb_type(f.type)}) AS {_quote(f.name)}" for f in schema_for(table)]
-    if table not in SNAPSHOT_TABLES:
-        columns.append("CAST(NULL AS DATE) AS date")
-    return f"SELECT {', '.join(columns)} WHERE false"
-
-
 def table_view_sql(table: str, metrics_root: Path) -> str:
-    """CREATE VIEW for one table: the typed empty set, plus the files if there are any."""
-    folder = metrics_root / table
-    empty = empty_select(table)
-    if not any(folder.glob("**/*.parquet")):
-        return f"CREATE OR REPLACE VIEW {_quote(table)} AS {empty}"
-    glob = _literal(f"{folder.resolve().as_posix()}/**/*.parquet")
+    """CREATE VIEW for one table over its files (layout.ensure_schema_files makes sure there is at least one)."""
+    folder = (metrics_root / table).resolve().as_posix()
     if table in SNAPSHOT_TABLES:
-        files = f"SELECT * FROM read_parquet({glob}, hive_partitioning = false, union_by_name = true)"
-    else:
-        hive = "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in HIVE_KEYS.items()) + "}"
-        files = (
-            f"SELECT * EXCLUDE (run) FROM read_parquet({glob}, hive_partitioning = true, "
-            f"hive_types = {hive}, union_by_name = true)"
-        )
-    return f"CREATE OR REPLACE VIEW {_quote(table)} AS {empty} UNION ALL BY NAME {files}"
+        return f"CREATE OR REPLACE VIEW {_quote(table)} AS SELECT * FROM read_parquet({_literal(folder + '/current.parquet')})"
+    return (f"CREATE OR REPLACE VIEW {_quote(table)} AS SELECT * FROM read_parquet({_literal(folder + '/month=*/*.parquet')}, "
+            "hive_partitioning = true, hive_types = {'month': 'VARCHAR'})")
 
 
 CONVENIENCE_VIEWS: dict[str, str] = {
@@ -142,6 +123,8 @@ ANALYST_QUERIES: dict[str, str] = {
 
 
 def create_views(con: duckdb.DuckDBPyConnection, metrics_root: Path) -> None:
+    ensure_schema_files(metrics_root)
+    con.execute(f"CREATE OR REPLACE VIEW {VERSION_VIEW} AS SELECT {int(SCHEMA_VERSION)} AS schema_version")
     for table in TABLES:
         con.execute(table_view_sql(table, metrics_root))
     for name, sql in CONVENIENCE_VIEWS.items():
@@ -166,6 +149,25 @@ def refresh_views(home: Path, attempts: int = 5, wait_s: float = 0.2) -> Path:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
             leftover.unlink(missing_ok=True)
     return target
+
+
+def ensure_views(home: Path) -> Path:
+    """The views file, created when missing or written for another schema version; otherwise left alone (the views
+    read the folders at query time, so a new night needs no refresh)."""
+    path = Path(home) / DB_FILE
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            current = con.execute(f"SELECT schema_version FROM {VERSION_VIEW}").fetchone()[0] == SCHEMA_VERSION
+        finally:
+            con.close()
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():  # held by a writer (another night refreshing it): it is being made
+            return path
+        current = False
+    except duckdb.Error:
+        current = False
+    return path if current else refresh_views(home)
 
 
 def replace_with_retry(

@@ -1,25 +1,21 @@
-"""Parquet metrics: the system of record for runs, errors, analyses, model calls and tool calls.
+"""Parquet metrics: the system of record for runs, errors, analyses, model calls, tool calls and outcomes.
 
-Layout (hive partitioning by run date, then by run, so every run owns its own files):
-
-    <home>/metrics/<table>/date=YYYY-MM-DD/run=<run folder>/<part>.parquet
-    <home>/metrics/knowledge_index/current.parquet        (a snapshot, replaced on every rebuild)
-
-Why it is shaped like this:
+Where the files live and why is knowledge_store/layout.py: each analysis writes its part to the night's
+staging ledger the moment it ends; when the night closes its parts become one file per table, and a
+closed month one file per table. What this module adds:
 - Each file is written under a temporary name and swapped in with `os.replace`, so an analyst's
   query scanning the folder never meets a half-written file.
 - A (table, run, part) has exactly one file. Writing it again replaces it, in whichever date folder
   it was, so a rerun from the Prefect UI never duplicates a row.
-- Every analysis writes its own part as soon as it ends: a crash later in the night loses nothing.
 - Run ids may hold characters that are unsafe in paths (`:` `+` `/`); the folder name is a
   sanitised form (with a short hash when it differs) and the real id stays in the `run_id` column.
-  The folder key is `run`, not `run_id`, because DuckDB lets a hive key override a file column.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
@@ -29,6 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from knowledge_store import layout
+from knowledge_store.layout import STAGING, conform, storage_schema
 from knowledge_store.schema import SCHEMA_VERSION, schema_for
 from nightwatch.atomic import atomic_target
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall
@@ -37,8 +35,6 @@ from nightwatch.redact import clean
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 MESSAGE_LIMIT = 2_000
-# Tables kept as one current snapshot rather than partitioned by run.
-SNAPSHOT_TABLES = frozenset({"knowledge_index"})
 RunDate = date | datetime | str
 
 
@@ -124,6 +120,7 @@ def analysis_row(run_id: str, result: ErrorAnalysisResult, analysed_at: datetime
         "duration_s": result.duration_s,
         "failure": clean(result.failure, MESSAGE_LIMIT)[0] if result.failure else None,
         "analysed_at": analysed_at,
+        "regression": result.regression or None,
     }
 
 
@@ -289,23 +286,77 @@ class MetricsStore:
 
     def write_knowledge_index(self, snapshot: pa.Table) -> Path:
         """The knowledge index as analysts see it (KnowledgeIndex.snapshot()), replaced when the index changed."""
-        schema = schema_for("knowledge_index")
+        schema = storage_schema("knowledge_index")
         version = pa.array([SCHEMA_VERSION] * snapshot.num_rows, pa.int32())
         try:
             arrow = snapshot.append_column("schema_version", version).select(schema.names).cast(schema)
         except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise MetricsWriteError(f"knowledge_index: the snapshot does not fit the schema: {exc}") from exc
-        target = self.root / "knowledge_index" / "current.parquet"
-        with atomic_target(target) as tmp:
-            pq.write_table(arrow, tmp)
-        return target
+        return layout.write_arrow(arrow, self.root / "knowledge_index" / "current.parquet")
+
+    # ------------------------------------------------------------------ nights and months
+
+    def close_night(self, run_id: str, run_date: RunDate) -> list[Path]:
+        """The night's parts, one file per table (replaced by each attempt that closes the night)."""
+        day = as_date(run_date)
+        closed = [layout.close_night(self.root, t, self.run_folder(t, run_id, day), day) for t in layout.RUN_TABLES]
+        return [p for p in closed if p is not None]
+
+    def close_pending(self) -> list[Path]:
+        """Nights whose parts are newer than their file (a night that crashed before closing): closed now."""
+        closed = []
+        for table in layout.RUN_TABLES:
+            for staged in sorted((self.root / STAGING / table).glob("date=*/run=*")):
+                day = date.fromisoformat(staged.parent.name.removeprefix("date="))
+                target = layout.night_file(self.root, table, day, staged.name)
+                newest = max((p.stat().st_mtime_ns for p in staged.glob("*.parquet")), default=None)
+                if newest is not None and (not target.exists() or target.stat().st_mtime_ns < newest):
+                    closed += [p for p in [layout.close_night(self.root, table, staged, day)] if p]
+        return closed
+
+    def compact(self, today: RunDate, month: str | None = None) -> list[Path]:
+        """Every closed month (before `today`'s) that still holds night files, or only `month`: one file per table."""
+        current = layout.month_of(as_date(today))
+        written = []
+        for table in layout.RUN_TABLES:
+            months = [month] if month else [m for m in layout.months_with_nights(self.root, table) if m < current]
+            written += [p for p in (layout.compact_month(self.root, table, m) for m in months) if p]
+        return written
+
+    def migrate(self) -> int:
+        """Files written by an older schema or layout, rewritten in the current one (once per upgrade): parts of the old
+        per-run layout become staged parts and their nights are closed; every file gets the current columns."""
+        if layout.written_version(self.root) == SCHEMA_VERSION:
+            return 0
+        moved = 0
+        for table in layout.RUN_TABLES:
+            for old in sorted((self.root / table).glob("date=*/run=*/*.parquet")):
+                target = self.root / STAGING / old.relative_to(self.root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                old.replace(target)
+                moved += 1
+            for folder in sorted((self.root / table).glob("date=*")):
+                shutil.rmtree(folder, ignore_errors=True)
+        self.close_pending()
+        for table in layout.TABLES:
+            for path in layout.view_files(self.root, table):
+                layout.write_arrow(conform(pq.read_table(path), storage_schema(table)), path)
+                moved += 1
+        layout.ensure_schema_files(self.root)
+        layout.mark_version(self.root)
+        return moved
 
     def run_folder(self, table: str, run_id: str, run_date: RunDate) -> Path:
-        return self.root / table / f"date={as_date(run_date).isoformat()}" / f"run={safe_name(run_id)}"
+        """The night's staged parts of `table` (its ledger until the night's month is compacted)."""
+        return self.root / STAGING / table / f"date={as_date(run_date).isoformat()}" / f"run={safe_name(run_id)}"
 
     def files(self, table: str) -> list[Path]:
-        """The table's finished Parquet files (temporary files are dot-files and never match)."""
-        return sorted((self.root / table).glob("**/*.parquet"))
+        """The table's files analysts see: a file per closed night, per compacted month (temporary files never match)."""
+        return layout.view_files(self.root, table)
+
+    def parts(self, table: str) -> list[Path]:
+        """The table's staged parts, night by night."""
+        return sorted((self.root / STAGING / table).glob("date=*/run=*/*.parquet"))
 
     def _write_run_part(self, table: str, run_id: str, run_date: RunDate, part: str, rows: list[dict]) -> Path:
         target = self.run_folder(table, run_id, run_date) / f"{safe_name(part)}.parquet"
@@ -322,14 +373,16 @@ class MetricsStore:
     def _drop_other_dates(self, table: str, written: Path) -> None:
         """A rerun whose date moved must not leave the earlier copy of the same run part behind."""
         pattern = f"date=*/{written.parent.name}/{written.name}"
-        for stale in (self.root / table).glob(pattern):
+        for stale in (self.root / STAGING / table).glob(pattern):
             if stale != written:
                 stale.unlink(missing_ok=True)
 
 
 def to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows -> an Arrow table of exactly the table's schema; extra keys are refused, missing ones null."""
-    schema = schema_for(table)
+    """Rows -> an Arrow table of exactly the table's schema (without the descriptions: SCHEMA.md has them); extra keys
+    are refused, missing ones null."""
+    full = schema_for(table)
+    schema = pa.schema([f.remove_metadata() for f in full], metadata=full.metadata)
     names = set(schema.names)
     for row in rows:
         row.setdefault("schema_version", SCHEMA_VERSION)

@@ -24,6 +24,8 @@ agents_app = typer.Typer(help="Agent definitions (Markdown + YAML frontmatter)."
 app.add_typer(agents_app, name="agents")
 knowledge_app = typer.Typer(help="The knowledge documents and their index.", no_args_is_help=True)
 app.add_typer(knowledge_app, name="knowledge")
+metrics_app = typer.Typer(help="What the nights cost and achieved, from the Parquet metrics (DuckDB views).")
+app.add_typer(metrics_app, name="metrics")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw]?)\s*$")
 
@@ -35,6 +37,12 @@ class Mode(str, Enum):
 
 class Output(str, Enum):
     text = "text"
+    json = "json"
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
     json = "json"
 
 
@@ -248,6 +256,69 @@ def knowledge_rebuild() -> None:
     typer.echo(f"{folder}: {counts['solutions']} error document(s), {counts['patterns']} pattern(s) indexed"
                + (f", {len(result.skipped)} skipped" if result.skipped else ""))
     raise typer.Exit(1 if result.skipped else 0)
+
+
+@metrics_app.callback(invoke_without_command=True)
+def metrics(
+    context: typer.Context,
+    nights: int = typer.Option(30, min=1, help="How many of the latest nights to summarise."),
+    output: Format = typer.Option(Format.table, "--format", help="table, csv or json."),
+    sql: Optional[str] = typer.Option(None, "--sql", help="Run one read-only query against the views instead."),
+) -> None:
+    """Summary of the last N nights: cost, tokens by kind, cache hit rate, iterations per investigation, knowledge hit
+    rate, batch share, regressions, fix acceptance by model and agent definition. `--sql` queries the views."""
+    if context.invoked_subcommand:
+        return
+    import duckdb
+
+    from knowledge_store.duck import ViewsLockedError, connect_readonly, ensure_views
+    from knowledge_store.summary import read_only, render, render_table, run_query, summarise
+
+    home = _settings().resolved_home()
+    try:
+        ensure_views(home)
+        with connect_readonly(home) as con:
+            text = render_table(run_query(con, read_only(sql)), output.value) if sql else render(summarise(con, nights), output.value)
+    except (ValueError, duckdb.Error, ViewsLockedError) as exc:
+        _fail(str(exc).splitlines()[0], 2)
+    typer.echo(text, nl=False)
+
+
+@metrics_app.command("compact")
+def metrics_compact(
+    month: Optional[str] = typer.Option(None, help="Compact this month (YYYY-MM) even if it is still open; default: every "
+                                        "closed month that still holds a file per night."),
+) -> None:
+    """Merge a month's nights into one file per table (a night does this on its own when a month closes)."""
+    from datetime import date
+
+    from knowledge_store.duck import ensure_views
+    from knowledge_store.metrics import MetricsStore
+
+    if month and not re.fullmatch(r"\d{4}-\d{2}", month):
+        _fail(f"--month must look like 2026-10, not {month!r}", 2)
+    home = _settings().resolved_home()
+    store = MetricsStore(home)
+    migrated = store.migrate()
+    written = store.compact(today=date.today(), month=month)
+    ensure_views(home)
+    for path in written:
+        typer.echo(str(path.relative_to(home)))
+    typer.echo(f"{len(written)} file(s) written" + (f"; {migrated} file(s) migrated to the current schema" if migrated else ""))
+
+
+@metrics_app.command("trend")
+def metrics_trend(
+    out: Path = typer.Option(Path("trend.svg"), help="Where to write the SVG."),
+    nights: int = typer.Option(30, min=1, help="How many of the latest nights to draw."),
+) -> None:
+    """Cost per night and cache hit rate over the last nights, as an SVG picture (each night puts one in its report folder)."""
+    from knowledge_store.duck import ensure_views
+    from knowledge_store.trend import write_trend
+
+    home = _settings().resolved_home()
+    ensure_views(home)
+    typer.echo(str(write_trend(home, out, nights)))
 
 
 @agents_app.command("list")

@@ -410,6 +410,8 @@ class RunReport(Model):
     attempt: str = Field(default="", description="The flow run that produced this report; a night may take several.")
     outcomes: list[str] = Field(default_factory=list, description="What people did since the last night with the issues "
                                 "and fix PRs NightWatch filed (step 1.5), one line each.")
+    trend_svg: str | None = Field(default=None, description="The picture of cost per night and cache hit rate over the "
+                                  "last 30 nights, in the report folder.")
 
     @property
     def regressions(self) -> list[ErrorAnalysisResult]:

@@ -8,9 +8,11 @@ import duckdb
 
 from knowledge_store.doctor import check_views_file, quarantine_parquet, quarantine_paths, quarantine_skipped
 from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
-from knowledge_store.duck import refresh_views
+from knowledge_store.duck import ensure_views
 from knowledge_store.index import KnowledgeIndex, open_index
 from knowledge_store.metrics import MetricsStore
+from knowledge_store.schema import SCHEMA_VERSION
+from knowledge_store.trend import TREND_FILE, write_trend
 from nightwatch.ignore import noise_rules
 from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
 from nightwatch.patterns import detect_patterns as detect_patterns_core
@@ -93,15 +95,29 @@ def spent_again(ctx: RunContext, report: RunReport, storage: str) -> list[str]:
     return spent_again_lines(report.results, ctx.run_id, ledger, finished, storage)
 
 
+def close_and_compact(ctx: RunContext, store: MetricsStore) -> tuple[list[Path], list[Path], Path]:
+    """The night into one file per table (and any night that crashed before closing), closed months compacted, the
+    views made if they are missing or older than the schema."""
+    closed = store.close_night(ctx.run_id, ctx.run_date) + store.close_pending()
+    return closed, store.compact(today=ctx.run_date), ensure_views(home(ctx))
+
+
 @nightwatch_task(name="record_run", step="-")
 def record_run(ctx: RunContext, report: RunReport) -> str:
-    """The run's own row, then the DuckDB views analysts query."""
-    MetricsStore(home(ctx)).write_run(report, ctx.run_date)
+    """The run's own row; the night closed into one file per table; a month that has closed compacted into one file per
+    table; the DuckDB views analysts query (made once, again only when the schema changes)."""
+    store = MetricsStore(home(ctx))
+    store.write_run(report, ctx.run_date)
     try:
-        return str(refresh_views(home(ctx)))
-    except duckdb.Error as exc:  # a damaged Parquet file must not break the views for every later query
+        migrated, (closed, compacted, views) = store.migrate(), close_and_compact(ctx, store)
+    except (duckdb.Error, OSError, ValueError) as exc:  # a damaged Parquet file must not break every later query
         moved = quarantine_parquet(home(ctx)) + check_views_file(home(ctx))
         if not moved:
             raise
-        print(f"views failed ({exc}); quarantined: {'; '.join(f.line() for f in moved)}")
-        return f"{refresh_views(home(ctx))} (after quarantining {len(moved)} damaged file(s))"
+        print(f"metrics failed ({exc}); quarantined: {'; '.join(f.line() for f in moved)}")
+        migrated, (closed, compacted, views) = store.migrate(), close_and_compact(ctx, store)
+    if report.reports_dir:
+        write_trend(home(ctx), Path(report.reports_dir) / TREND_FILE)
+    notes = [f"{len(closed)} night file(s)"] + ([f"{len(compacted)} month file(s) compacted"] if compacted else [])
+    notes += [f"{migrated} file(s) migrated to schema {SCHEMA_VERSION}"] if migrated else []
+    return f"{views} ({', '.join(notes)})"

@@ -44,7 +44,7 @@ def test_doctor_quarantines_rebuilds_and_then_finds_a_healthy_home(nightwatch_ho
     quarantined = {p.name for p in (nightwatch_home / "quarantine").glob("**/*") if p.is_file()}
     assert quarantined == {"2026-11-01_broken_deadbeef.md", "cut.parquet"}
     assert check_home(nightwatch_home) == []
-    files = str(nightwatch_home / "metrics" / "model_calls" / "**" / "*.parquet")
+    files = str(nightwatch_home / "metrics" / ".staging" / "model_calls" / "**" / "*.parquet")
     assert duckdb.sql(f"select count(*) from read_parquet('{files}')").fetchall() == [(2,)]  # the good file still answers
 
 

@@ -73,6 +73,7 @@ def populate(home: Path) -> None:
         store.write_errors(run_id, started, [r.error for r in results], {results[0].fingerprint}, {})
         window = Window.ending_at(started, timedelta(days=1))
         store.write_run(RunReport(run_id=run_id, started_at=started, window=window, results=results))
+        store.close_night(run_id, started)
     knowledge = home / "knowledge"
     write_error_doc(make_result("run-1", "NoMethodError", 4), knowledge)
     with open_index(knowledge) as index:
@@ -88,7 +89,7 @@ def test_views_of_empty_tables_have_the_schema_columns_and_no_rows(nightwatch_ho
     assert path == nightwatch_home / DB_FILE
     with connect_readonly(nightwatch_home) as con:
         for table in TABLES:
-            expected = schema_for(table).names + ([] if table == "knowledge_index" else ["date"])
+            expected = schema_for(table).names + ([] if table == "knowledge_index" else ["date", "month"])
             assert columns(con, table) == expected
             assert con.execute(f'SELECT count(*) FROM "{table}"').fetchone() == (0,)
         types = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'model_calls'")
@@ -115,13 +116,15 @@ def test_views_count_the_rows_written(nightwatch_home: Path) -> None:
 
 def test_run_ids_are_the_real_ones_not_the_folder_names(nightwatch_home: Path) -> None:
     run_id = "2026-11-01T06:00:00+00:00"
-    MetricsStore(nightwatch_home).write_model_calls(run_id, STARTED, "x", make_calls(2, run_id))
+    store = MetricsStore(nightwatch_home)
+    store.write_model_calls(run_id, STARTED, "x", make_calls(2, run_id))
+    store.close_night(run_id, STARTED)
     refresh_views(nightwatch_home)
     with connect_readonly(nightwatch_home) as con:
         assert con.execute("SELECT DISTINCT run_id FROM model_calls").fetchall() == [(run_id,)]
 
 
-def test_files_from_an_older_schema_show_new_columns_as_null(nightwatch_home: Path) -> None:
+def test_files_from_an_older_schema_and_layout_are_rewritten_into_the_current_one(nightwatch_home: Path) -> None:
     old_columns = apply_migrations(MIGRATIONS[:1])["model_calls"]
     old_schema = pa.schema([pa.field(c.name, c.type) for c in old_columns])
     folder = nightwatch_home / "metrics" / "model_calls" / "date=2026-10-01" / "run=old"
@@ -129,21 +132,29 @@ def test_files_from_an_older_schema_show_new_columns_as_null(nightwatch_home: Pa
     row = {c.name: None for c in old_columns} | {"call_id": "old-1", "run_id": "old", "fingerprint": "f",
                                                  "input_tokens": 7, "schema_version": 1}
     pq.write_table(pa.Table.from_pylist([row], schema=old_schema), folder / "calls.parquet")
+    store = MetricsStore(nightwatch_home)
+    assert store.migrate() == 2  # the old part moved to the ledger, and the night's file written in the current schema
+    assert store.migrate() == 0  # once per upgrade
+    (night,) = store.files("model_calls")
+    assert night.relative_to(nightwatch_home / "metrics").as_posix() == "model_calls/month=2026-10/2026-10-01_old.parquet"
     refresh_views(nightwatch_home)
     with connect_readonly(nightwatch_home) as con:
-        assert con.execute("SELECT input_tokens, edits_applied, schema_version FROM model_calls").fetchall() == [
-            (7, None, 1)]
+        assert con.execute("SELECT input_tokens, edits_applied, schema_version, date FROM model_calls").fetchall() == [
+            (7, None, 1, datetime(2026, 10, 1).date())]
 
 
 def test_a_reader_stays_open_while_metrics_are_written_and_views_refreshed(nightwatch_home: Path) -> None:
     store = MetricsStore(nightwatch_home)
     store.write_model_calls("run-1", STARTED, "first", make_calls(2))
+    store.close_night("run-1", STARTED)
     refresh_views(nightwatch_home)
     reader = connect_readonly(nightwatch_home)
     try:
         store.write_model_calls("run-1", STARTED, "second", make_calls(3))
+        store.close_night("run-1", STARTED)
         assert reader.execute("SELECT count(*) FROM model_calls").fetchone() == (5,)  # views re-scan the folder
         store.write_analyses("run-1", STARTED, [make_result("run-1", "KeyError", 1)])
+        store.close_night("run-1", STARTED)
         refresh_views(nightwatch_home)  # the reader holds the file: no error
         assert reader.execute("SELECT count(*) FROM model_calls").fetchone() == (5,)
     finally:
@@ -155,6 +166,7 @@ def test_a_reader_stays_open_while_metrics_are_written_and_views_refreshed(night
 
 def test_a_reader_in_another_process_does_not_block_a_refresh(nightwatch_home: Path) -> None:
     MetricsStore(nightwatch_home).write_model_calls("run-1", STARTED, "p", make_calls(4))
+    MetricsStore(nightwatch_home).close_night("run-1", STARTED)
     db = refresh_views(nightwatch_home)
     script = (
         "import duckdb, sys\n"
@@ -167,6 +179,7 @@ def test_a_reader_in_another_process_does_not_block_a_refresh(nightwatch_home: P
     try:
         assert analyst.stdout.readline().strip() == "ready"
         MetricsStore(nightwatch_home).write_model_calls("run-1", STARTED, "q", make_calls(1))
+        MetricsStore(nightwatch_home).close_night("run-1", STARTED)
         refresh_views(nightwatch_home)
         out, _ = analyst.communicate("go\n", timeout=30)
     finally:

@@ -77,7 +77,8 @@ def make_report(results: list[ErrorAnalysisResult]) -> RunReport:
 
 
 def rows(store: MetricsStore, table: str) -> list[dict]:
-    return [row for path in store.files(table) for row in pq.read_table(path).to_pylist()]
+    """What the night's ledger (its staged parts) holds."""
+    return [row for path in store.parts(table) for row in pq.read_table(path).to_pylist()]
 
 
 def test_model_calls_land_in_date_and_run_partitions(nightwatch_home: Path) -> None:
@@ -85,9 +86,9 @@ def test_model_calls_land_in_date_and_run_partitions(nightwatch_home: Path) -> N
     path = store.write_model_calls(RUN_ID, "2026-11-01", "a1b2c3d4e5f60718-investigate", make_calls(3))
 
     relative = path.relative_to(nightwatch_home)
-    assert relative.parts[:3] == ("metrics", "model_calls", "date=2026-11-01")
-    assert relative.parts[3].startswith("run=2026-11-01T06_00_00_00_00_manual-")
-    assert relative.parts[4] == "a1b2c3d4e5f60718-investigate.parquet"
+    assert relative.parts[:4] == ("metrics", ".staging", "model_calls", "date=2026-11-01")
+    assert relative.parts[4].startswith("run=2026-11-01T06_00_00_00_00_manual-")
+    assert relative.parts[5] == "a1b2c3d4e5f60718-investigate.parquet"
     table = pq.read_table(path)
     assert table.schema.equals(schema_for("model_calls"), check_metadata=False)
     assert table.schema.metadata[b"nightwatch.schema_version"] == str(SCHEMA_VERSION).encode()
@@ -118,9 +119,9 @@ def test_a_rerun_on_another_date_moves_the_part_rather_than_copying_it(nightwatc
     store = MetricsStore(nightwatch_home)
     store.write_model_calls(RUN_ID, date(2026, 11, 1), "part", make_calls(2))
     moved = store.write_model_calls(RUN_ID, date(2026, 11, 2), "part", make_calls(2))
-    assert store.files("model_calls") == [moved] and "date=2026-11-02" in str(moved)
+    assert store.parts("model_calls") == [moved] and "date=2026-11-02" in str(moved)
     store.write_model_calls("another-run", date(2026, 11, 1), "part", make_calls(1, run_id="another-run"))
-    assert len(store.files("model_calls")) == 2
+    assert len(store.parts("model_calls")) == 2
 
 
 def test_unsafe_run_ids_and_parts_get_distinct_safe_names() -> None:
@@ -162,7 +163,7 @@ def test_analysis_and_run_rows_summarise_the_models(nightwatch_home: Path) -> No
     assert run["run_id"] == RUN_ID and run["errors_found"] == 12 and run["errors_analysed"] == 2
     assert run["from_cache"] == 1 and run["issues_created"] == 1 and run["pr_created"] is True
     assert run["cache_read_tokens"] == 20000 and run["window_end"] == STARTED
-    assert Path(store.files("runs")[0]).parts[-3] == "date=2026-11-01"
+    assert Path(store.parts("runs")[0]).parts[-3] == "date=2026-11-01"
 
 
 def test_knowledge_index_snapshot_is_replaced(nightwatch_home: Path, tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ Same content as the terminal summary, laid out as tables. Production text is mad
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from nightwatch.models import CreatedIssueResult, CreatedPRResult, RunReport
 from nightwatch.render.neutral import no_links, no_mentions
 from nightwatch.render.summary import (
@@ -64,6 +66,7 @@ def report_markdown(report: RunReport) -> str:
         _patterns(report),
         _ignore_suggestions(report),
         _totals(report),
+        _trend(report),
         _warnings(report),
     ]
     return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
@@ -93,6 +96,13 @@ def _regressions(report: RunReport) -> list[str]:
 def _outcomes(report: RunReport) -> list[str]:
     lines = outcome_lines(report)
     return ["## What happened to what NightWatch filed", ""] + [f"- {md(line)}" for line in lines] if lines else []
+
+
+def _trend(report: RunReport) -> list[str]:
+    if not report.trend_svg:
+        return []
+    return ["## Trend", "", f"[Cost per night and cache hit rate, last 30 nights]({Path(report.trend_svg).resolve().as_uri()}) "
+            f"(`{md(report.trend_svg)}`; `nightwatch metrics` prints the figures)"]
 
 
 def _failures(report: RunReport) -> list[str]:

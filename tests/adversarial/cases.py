@@ -224,7 +224,7 @@ def _broken_index(home: Path) -> None:
 
 
 def _truncated_parquet(home: Path) -> None:
-    folder = home / "metrics" / "model_calls" / "date=2026-11-21" / "run=x"
+    folder = home / "metrics" / "model_calls" / "month=2026-11"
     folder.mkdir(parents=True)
     (folder / "part.parquet").write_bytes(b"PAR1" + b"\x00" * 100)
 
