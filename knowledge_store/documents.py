@@ -250,6 +250,9 @@ def update_doc_metadata(
         return None
     assert not isinstance(path, str)
     meta, body = read_doc(path)
+    for kind, number in (("issue", issue_number), ("pr", pr_number)):
+        if number is not None and meta.get(f"{kind}_number") != number:  # a new issue or PR: its state is not known yet
+            meta = {k: v for k, v in meta.items() if k != f"{kind}_state"}
     changes = {"issue_number": issue_number, "pr_number": pr_number, "fix_confirmed": fix_confirmed, **fields}
     updated = {**meta, **{k: v for k, v in changes.items() if v is not None}}
     if updated != meta:

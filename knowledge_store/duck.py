@@ -188,11 +188,22 @@ def replace_with_retry(
 
 
 def connect_readonly(home: Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection to the views (created first if they do not exist yet)."""
+    """A read-only connection to the views (created first if they do not exist yet), confined to the metrics folder."""
     path = Path(home) / DB_FILE
     if not path.exists():
         refresh_views(home)
     try:
-        return duckdb.connect(str(path), read_only=True)
+        con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         raise ViewsLockedError(f"cannot open {path} read-only: {exc}") from exc
+    return confine(con, Path(home) / "metrics")
+
+
+def confine(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyConnection:
+    """No file outside `folder` can be read or written through `con`, and the setting cannot be changed back: an
+    analyst's query (`nightwatch metrics --sql`) reads the views and nothing else on the machine."""
+    allowed = str(Path(folder).resolve()).replace("'", "''") + "/"
+    con.execute(f"SET allowed_directories = ['{allowed}']")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con

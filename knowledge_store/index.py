@@ -240,8 +240,12 @@ class KnowledgeIndex:
     def upsert(self, paths: Iterable[Path], removed: Iterable[str] = ()) -> SyncResult:
         """Read these documents and replace their rows (a path that no longer exists is removed)."""
         rows, skipped, gone = [], [], list(removed)
-        named = {Path(p).resolve().relative_to(self.root.resolve()).as_posix(): Path(p) for p in paths}
+        named = {_relative(Path(p), self.root): Path(p) for p in paths}
         for relative, path in named.items():  # a document named twice is read (and inserted) once
+            if path.is_symlink():  # it may point anywhere on the machine: never read into a prompt
+                skipped.append({"file": relative, "reason": "a symbolic link (documents are read only as files in the "
+                                "knowledge folder)", **_stat_of(path)})
+                continue
             if not path.exists():
                 gone.append(relative)
                 continue
@@ -297,7 +301,8 @@ class KnowledgeIndex:
             f"SELECT doc_id, {flags} FROM documents WHERE fingerprint = $f UNION ALL "
             f"SELECT doc_id, {flags} FROM documents WHERE error_class = $c UNION ALL "
             f"SELECT doc_id, {flags} FROM documents WHERE transaction_key = $t"
-            + (f" UNION ALL SELECT DISTINCT doc_id, true, false, false, false FROM doc_tags WHERE tag_id IN ({_ints(tags)})"
+            + (" UNION ALL SELECT DISTINCT t.doc_id, d.kind = 'solution', false, false, false FROM doc_tags t "
+               f"JOIN documents d ON d.doc_id = t.doc_id WHERE t.tag_id IN ({_ints(tags)})"
                if tags else ""),
             {"f": fingerprint, "c": error_class, "t": transaction_key}, tuples=True)
         found: dict[int, tuple[bool, bool, bool]] = {}
@@ -329,7 +334,7 @@ class KnowledgeIndex:
     def filed(self) -> list[Filed]:
         """Every analysis with an issue or a PR, and the states its document last recorded for them."""
         return [Filed.model_validate(row) for row in self.query(
-            "SELECT fingerprint, path, issue_number, pr_number, issue_state, pr_state FROM documents "
+            "SELECT fingerprint, path, issue_number, pr_number, issue_state, pr_state, fix_state FROM documents "
             "WHERE kind = 'solution' AND (issue_number IS NOT NULL OR pr_number IS NOT NULL) ORDER BY path")]
 
     def history(self, classes: Iterable[str], modules: Iterable[str]) -> list[dict[str, Any]]:
@@ -431,6 +436,17 @@ def _stat_documents(root: Path) -> dict[str, tuple[int, int]]:
                     stat = entry.stat()
                     found[f"{folder}/{entry.name}"] = (stat.st_mtime_ns, stat.st_size)
     return found
+
+
+def _relative(path: Path, root: Path) -> str:
+    """`path` relative to the knowledge folder, as the index names it (a link in the folder names itself, not its
+    target)."""
+    for inner, outer in ((Path(os.path.abspath(path)), Path(os.path.abspath(root))), (path.resolve(), root.resolve())):
+        try:
+            return inner.relative_to(outer).as_posix()
+        except ValueError:
+            continue
+    raise ValueError(f"{path} is not inside the knowledge folder {root}")
 
 
 def _stat_of(path: Path) -> dict[str, int | None]:

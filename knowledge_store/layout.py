@@ -17,7 +17,9 @@ descriptions (SCHEMA.md has them), so the views read them without `union_by_name
 
 from __future__ import annotations
 
-import shutil
+import contextlib
+import fcntl
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -86,12 +88,28 @@ def conform(table: pa.Table, schema: pa.Schema, day: date | None = None) -> pa.T
 
 def close_night(root: Path, table: str, staged: Path, day: date) -> Path | None:
     """Merge the night's parts of `table` (the folder `staged`) into its one file; None when it has none."""
-    parts = sorted(staged.glob("*.parquet")) if staged.is_dir() else []
+    return close_parts(root, table, sorted(staged.glob("*.parquet")) if staged.is_dir() else [], day)
+
+
+def close_parts(root: Path, table: str, parts: list[Path], day: date) -> Path | None:
+    """`parts` (all of one night's run folder) merged into the night's file."""
     if not parts:
         return None
     schema = storage_schema(table)
     merged = pa.concat_tables([conform(pq.read_table(p), schema, day) for p in parts])
-    return write_arrow(merged, night_file(root, table, day, staged.name))
+    return write_arrow(merged, night_file(root, table, day, parts[0].parent.name))
+
+
+@contextlib.contextmanager
+def exclusive(root: Path) -> Iterator[None]:
+    """Closing nights and compacting months one process at a time (the OS releases the lock if the process dies)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def ensure_schema_files(root: Path) -> None:
@@ -105,7 +123,15 @@ def ensure_schema_files(root: Path) -> None:
 
 
 def compact_month(root: Path, table: str, month: str) -> Path | None:
-    """Every night of `month` (and an earlier compaction of it) into one file; the nights' files and parts go."""
+    """Every night of `month` (and an earlier compaction of it) into one file; the nights' files and the parts merged
+    go. Staged parts are closed first, so a night that never closed (it crashed, or it is still running) loses
+    nothing: only the parts listed here are removed, a part written meanwhile stays for its night to close."""
+    staged = sorted((root / STAGING / table).glob(f"date={month}-*/run=*/*.parquet"))
+    by_night: dict[Path, list[Path]] = {}
+    for part in staged:
+        by_night.setdefault(part.parent, []).append(part)
+    for folder, parts in by_night.items():
+        close_parts(root, table, parts, date.fromisoformat(folder.parent.name.removeprefix("date=")))
     folder = month_folder(root, table, month)
     files = sorted(folder.glob("*.parquet"))
     if not files or files == [folder / COMPACTED]:
@@ -124,12 +150,28 @@ def compact_month(root: Path, table: str, month: str) -> Path | None:
     if not keys:  # a night closed twice (a crash between writing its file and removing its parts) counts once
         rows = _distinct(rows)
     target = write_arrow(conform(rows, storage_schema(table)), folder / COMPACTED)
-    for path in files:
+    for path in files + staged:
         if path != target:
             path.unlink(missing_ok=True)
-    for staged in (root / STAGING / table).glob(f"date={month}-*"):
-        shutil.rmtree(staged, ignore_errors=True)
+    for night in by_night:
+        _remove_empty(night)
     return target
+
+
+def _remove_empty(folder: Path) -> None:
+    for empty in (folder, folder.parent):
+        try:
+            empty.rmdir()
+        except OSError:  # not empty (a part written meanwhile) or gone
+            return
+
+
+def compacted_rows(root: Path, table: str, day: date, run_id: str, columns: list[str] | None = None) -> list[dict]:
+    """The rows of night `run_id` that its month's compaction holds (their staged parts are gone by then)."""
+    path = month_folder(root, table, month_of(day)) / COMPACTED
+    if not path.exists():
+        return []
+    return pq.read_table(path, columns=columns, filters=[("run_id", "=", run_id), ("date", "=", day)]).to_pylist()
 
 
 def _distinct(rows: pa.Table) -> pa.Table:

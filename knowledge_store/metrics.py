@@ -196,7 +196,16 @@ class MetricsStore:
         """Every row of the night's model-call ledger, whichever attempt wrote it (only `columns`, if given)."""
         folder = self.run_folder("model_calls", run_id, run_date)
         paths = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-        return [row for path in paths for row in pq.read_table(path, columns=columns).to_pylist()]
+        rows = self._compacted("model_calls", run_id, run_date, columns)
+        rows += [row for path in paths for row in pq.read_table(path, columns=columns).to_pylist()]
+        seen: set[tuple[Any, Any]] = set()  # a part still staged after its month's compaction (a crash between) counts once
+        return [row for row in rows if _first_time(seen, (row.get("call_id"), row.get("started_at")))]
+
+    def _compacted(self, table: str, run_id: str, run_date: RunDate, columns: list[str] | None) -> list[dict[str, Any]]:
+        """The night's rows its month's compaction holds: the ledger of a night rerun after its month closed."""
+        keep = columns and list(dict.fromkeys([*columns, "call_id", "started_at"] if table == "model_calls" else columns))
+        rows = layout.compacted_rows(self.root, table, as_date(run_date), run_id, keep or None)
+        return [{k: v for k, v in row.items() if k != "date"} for row in rows]
 
     def recorded_calls(self, run_id: str, run_date: RunDate) -> set[tuple[str, datetime]]:
         """(call_id, started_at) of every model call the night's ledger already holds, whichever attempt wrote it."""
@@ -241,18 +250,30 @@ class MetricsStore:
         mine = f"{safe_name(analyses_part(attempt))}.parquet"  # the file write_analyses names for this attempt
         parts = [p for p in sorted(folder.glob("analyses*.parquet")) if p.name != mine] if folder.is_dir() else []
         rows = [row for path in parts for row in pq.read_table(path, columns=["fingerprint", "failure"]).to_pylist()]
+        rows += self._compacted("analyses", run_id, run_date, ["fingerprint", "failure"])
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 
     def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange]) -> Path | None:
         """The outcome changes an attempt of the night applied (a part per attempt: a rerun that finds nothing new
         writes nothing, and never replaces what an earlier attempt found)."""
-        changes = [c for c in changes if c.judged]
+        part = f"outcomes-{attempt}" if attempt else "outcomes"
+        recorded = self._recorded_outcomes(run_id, run_date, part)
+        changes = [c for c in changes if c.judged and (c.fingerprint, c.kind, c.number, c.state) not in recorded]
         if not changes:
             return None
         rows = [{"run_id": run_id, "fingerprint": c.fingerprint, "kind": c.kind, "number": c.number, "state": c.state,
                  "previous_state": c.previous, "fix_state": c.fix_state, "trust": c.trust, "note": c.note,
                  "changed_at": utc(c.at), "url": c.url} for c in changes]
-        return self._write_run_part("outcomes", run_id, run_date, f"outcomes-{attempt}" if attempt else "outcomes", rows)
+        return self._write_run_part("outcomes", run_id, run_date, part, rows)
+
+    def _recorded_outcomes(self, run_id: str, run_date: RunDate, part: str) -> set[tuple[Any, ...]]:
+        """Outcome changes another attempt of the night recorded (one that crashed before the documents took them)."""
+        folder, mine = self.run_folder("outcomes", run_id, run_date), f"{safe_name(part)}.parquet"
+        columns = ["fingerprint", "kind", "number", "state"]
+        rows = [row for path in (sorted(folder.glob("*.parquet")) if folder.is_dir() else []) if path.name != mine
+                for row in pq.read_table(path, columns=columns).to_pylist()]
+        rows += self._compacted("outcomes", run_id, run_date, columns)
+        return {tuple(row[c] for c in columns) for row in rows}
 
     def write_errors(
         self,
@@ -273,7 +294,8 @@ class MetricsStore:
         `run_date` is the night's partition (the date its window ends, as for every other table of the
         night); without it, the day the report started."""
         day = run_date or report.started_at
-        attempts = max(len(list(self.run_folder("analyses", report.run_id, day).glob("analyses-*.parquet"))), 1)
+        earlier = sum(row["attempts"] or 0 for row in self._compacted("runs", report.run_id, day, ["attempts"]))
+        attempts = max(earlier + len(list(self.run_folder("analyses", report.run_id, day).glob("analyses-*.parquet"))), 1)
         night = self.night_spend(report.run_id, day)
         row = run_row(report, night if night.calls else None, attempts)
         return self._write_run_part("runs", report.run_id, day, "run", [row])
@@ -299,28 +321,36 @@ class MetricsStore:
     def close_night(self, run_id: str, run_date: RunDate) -> list[Path]:
         """The night's parts, one file per table (replaced by each attempt that closes the night)."""
         day = as_date(run_date)
-        closed = [layout.close_night(self.root, t, self.run_folder(t, run_id, day), day) for t in layout.RUN_TABLES]
+        with layout.exclusive(self.root):
+            closed = [layout.close_night(self.root, t, self.run_folder(t, run_id, day), day) for t in layout.RUN_TABLES]
         return [p for p in closed if p is not None]
 
     def close_pending(self) -> list[Path]:
         """Nights whose parts are newer than their file (a night that crashed before closing): closed now."""
         closed = []
-        for table in layout.RUN_TABLES:
-            for staged in sorted((self.root / STAGING / table).glob("date=*/run=*")):
-                day = date.fromisoformat(staged.parent.name.removeprefix("date="))
-                target = layout.night_file(self.root, table, day, staged.name)
-                newest = max((p.stat().st_mtime_ns for p in staged.glob("*.parquet")), default=None)
-                if newest is not None and (not target.exists() or target.stat().st_mtime_ns < newest):
-                    closed += [p for p in [layout.close_night(self.root, table, staged, day)] if p]
+        with layout.exclusive(self.root):
+            for table in layout.RUN_TABLES:
+                closed += self._close_pending(table)
+        return closed
+
+    def _close_pending(self, table: str) -> list[Path]:
+        closed = []
+        for staged in sorted((self.root / STAGING / table).glob("date=*/run=*")):
+            day = date.fromisoformat(staged.parent.name.removeprefix("date="))
+            target = layout.night_file(self.root, table, day, staged.name)
+            newest = max((p.stat().st_mtime_ns for p in staged.glob("*.parquet")), default=None)
+            if newest is not None and (not target.exists() or target.stat().st_mtime_ns < newest):
+                closed += [p for p in [layout.close_night(self.root, table, staged, day)] if p]
         return closed
 
     def compact(self, today: RunDate, month: str | None = None) -> list[Path]:
         """Every closed month (before `today`'s) that still holds night files, or only `month`: one file per table."""
         current = layout.month_of(as_date(today))
         written = []
-        for table in layout.RUN_TABLES:
-            months = [month] if month else [m for m in layout.months_with_nights(self.root, table) if m < current]
-            written += [p for p in (layout.compact_month(self.root, table, m) for m in months) if p]
+        with layout.exclusive(self.root):
+            for table in layout.RUN_TABLES:
+                months = [month] if month else [m for m in layout.months_with_nights(self.root, table) if m < current]
+                written += [p for p in (layout.compact_month(self.root, table, m) for m in months) if p]
         return written
 
     def migrate(self) -> int:
@@ -376,6 +406,12 @@ class MetricsStore:
         for stale in (self.root / STAGING / table).glob(pattern):
             if stale != written:
                 stale.unlink(missing_ok=True)
+
+
+def _first_time(seen: set[tuple[Any, Any]], key: tuple[Any, Any]) -> bool:
+    fresh = key not in seen
+    seen.add(key)
+    return fresh
 
 
 def to_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:

@@ -41,7 +41,7 @@ SELECT
     (SELECT coalesce(sum(errors_analysed), 0) FROM runs_n) AS errors_analysed,
     (SELECT round(sum(from_knowledge + from_cache) / nullif(sum(errors_analysed), 0), 4) FROM runs_n) AS knowledge_hit_rate,
     (SELECT round(avg(CASE WHEN mode = 'batch' THEN 1 ELSE 0 END), 4) FROM calls WHERE phase = 'triage') AS batch_share_of_triage,
-    (SELECT count(*) FROM back) AS regressions
+    (SELECT count(DISTINCT (run_id, fingerprint)) FROM back) AS regressions  -- once per night, however many attempts
 """
 
 # Fixes proposed (a draft PR) and what people did with them, by the model and agent definition of the analysis.
@@ -97,10 +97,11 @@ def summarise(con: duckdb.DuckDBPyConnection, nights: int) -> Summary:
 
 
 def read_only(sql: str) -> str:
-    """The one statement of `--sql`, refused unless it only reads (the views file is opened read-only as well)."""
-    statements = [s for s in duckdb.extract_statements(sql)]
-    if len(statements) != 1 or statements[0].type.name not in ("SELECT", "EXPLAIN"):
-        raise ValueError("--sql takes one SELECT (or EXPLAIN) statement over the views")
+    """The one statement of `--sql`, refused unless it is a SELECT (EXPLAIN is refused too: EXPLAIN ANALYZE runs what
+    it explains). The connection is read-only and confined to the metrics folder as well (duck.confine)."""
+    statements = list(duckdb.extract_statements(sql))
+    if len(statements) != 1 or statements[0].type.name != "SELECT":
+        raise ValueError("--sql takes one SELECT statement over the views")
     return sql
 
 

@@ -290,7 +290,7 @@ def metrics_compact(
                                         "closed month that still holds a file per night."),
 ) -> None:
     """Merge a month's nights into one file per table (a night does this on its own when a month closes)."""
-    from datetime import date
+    from datetime import datetime, timezone
 
     from knowledge_store.duck import ensure_views
     from knowledge_store.metrics import MetricsStore
@@ -300,7 +300,7 @@ def metrics_compact(
     home = _settings().resolved_home()
     store = MetricsStore(home)
     migrated = store.migrate()
-    written = store.compact(today=date.today(), month=month)
+    written = store.compact(today=datetime.now(timezone.utc).date(), month=month)
     ensure_views(home)
     for path in written:
         typer.echo(str(path.relative_to(home)))

@@ -316,6 +316,7 @@ class CreatedIssueResult(Model):
     fingerprint: str
     action: Literal["created", "commented", "unchanged", "skipped"]
     opened_by_night: bool = False  # this night opened the issue (in this attempt or an earlier one)
+    reopened: bool = False  # this night reopened it (a regression): its new state is NightWatch's doing, not an outcome
     issue_number: int | None = None
     url: str = ""
     title: str = ""

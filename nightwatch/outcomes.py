@@ -57,6 +57,7 @@ class Filed(BaseModel):
     pr_number: int | None = None
     issue_state: str | None = None
     pr_state: str | None = None
+    fix_state: str | None = None
 
 
 class OutcomeChange(BaseModel):
@@ -118,11 +119,21 @@ def changes(filed: list[Filed], observed: dict[tuple[str, int], Observed]) -> li
             if now is None or now.state == "missing" or now.key == previous:
                 continue
             verdict = judge(now, previous)
+            if verdict and kind == "issue" and not outranks(verdict[0], doc.fix_state):
+                verdict = None  # remembered, but a weaker signal than what the PR said
             found.append(OutcomeChange(
                 fingerprint=doc.fingerprint, path=doc.path, kind=kind, number=number, state=now.key, previous=previous,
                 fix_state=verdict[0] if verdict else None, trust=TRUST[verdict[0]] if verdict else None,
                 note=verdict[1] if verdict else "", at=now.at, url=now.url))
     return found
+
+
+def outranks(issue_verdict: str, fix_state: str | None) -> bool:
+    """Whether an issue's outcome may replace the fix state a PR set: closing an issue after its fix merged says
+    nothing new, a reopened one says the merged fix did not hold; nothing an issue does undoes a revert."""
+    if fix_state == "merged":
+        return issue_verdict == "regressed"
+    return fix_state != "reverted"
 
 
 def regression_of(error: ErrorGroup, priors: list[PriorAnalysis], seen_at: datetime, lag: timedelta) -> str:

@@ -51,11 +51,10 @@ def sync_outcomes(ctx: RunContext, knowledge: KnowledgeState) -> OutcomeSync:
         filed = index.filed()
         observed = runtime(ctx).issues.observe_outcomes(filed, last_synced(index)) if filed else {}
         found = outcome_changes(index, observed)
-        if not ctx.dry_run:
+        if not ctx.dry_run:  # the rows first: a crash after the documents moved would leave a change never recorded
+            MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, found)
             apply_changes(index, found, started)
         state = index.state()
-    if not ctx.dry_run:
-        MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, found)
     return OutcomeSync(changes=found, knowledge=state)
 
 

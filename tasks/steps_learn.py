@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -10,7 +11,7 @@ from knowledge_store.doctor import check_views_file, quarantine_parquet, quarant
 from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
 from knowledge_store.duck import ensure_views
 from knowledge_store.index import KnowledgeIndex, open_index
-from knowledge_store.metrics import MetricsStore
+from knowledge_store.metrics import MetricsStore, as_date
 from knowledge_store.schema import SCHEMA_VERSION
 from knowledge_store.trend import TREND_FILE, write_trend
 from nightwatch.ignore import noise_rules
@@ -59,7 +60,9 @@ def write_documents(ctx: RunContext, report: RunReport, index: KnowledgeIndex,
             path = write_error_doc(result, knowledge, file_hashes=digests.get(result.fingerprint),
                                    existing=where.get(result.fingerprint))
             where[result.fingerprint], written = path or where.get(result.fingerprint), written + 1
-    numbers = [(i.fingerprint, {"issue_number": i.issue_number}) for i in report.issues if i.issue_number is not None]
+    # an issue this night reopened is remembered as reopened, so the next sync does not take it for someone's outcome
+    numbers = [(i.fingerprint, {"issue_number": i.issue_number, **({"issue_state": "open:reopened"} if i.reopened else {})})
+               for i in report.issues if i.issue_number is not None]
     if report.pr and report.pr.pr_number is not None:
         numbers.append((report.pr.fingerprint, {"pr_number": report.pr.pr_number}))
     for fingerprint, fields in numbers:
@@ -99,7 +102,9 @@ def close_and_compact(ctx: RunContext, store: MetricsStore) -> tuple[list[Path],
     """The night into one file per table (and any night that crashed before closing), closed months compacted, the
     views made if they are missing or older than the schema."""
     closed = store.close_night(ctx.run_id, ctx.run_date) + store.close_pending()
-    return closed, store.compact(today=ctx.run_date), ensure_views(home(ctx))
+    # today's month, not the night's: a night rerun after its month closed joins that month's compaction at once
+    today = max(as_date(ctx.run_date), datetime.now(timezone.utc).date())
+    return closed, store.compact(today=today), ensure_views(home(ctx))
 
 
 @nightwatch_task(name="record_run", step="-")

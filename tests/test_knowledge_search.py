@@ -215,6 +215,30 @@ def test_only_documents_inside_the_knowledge_folder_are_indexed(tmp_path: Path) 
         assert index.counts()["solutions"] == 0
 
 
+def test_a_linked_document_is_skipped_and_the_night_goes_on(knowledge: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("---\nerror_class: X\ntransaction: Y\n---\n\n## Analysis\n\nnot ours\n")
+    (knowledge / "errors" / "linked.md").symlink_to(outside)
+    with open_index(knowledge) as index:
+        assert index.counts()["solutions"] == 5
+        assert [s["file"] for s in index.skipped()] == ["errors/linked.md"]
+        assert "symbolic link" in index.skipped()[0]["reason"]
+        assert index.sync().upserted == 0  # not read again until it changes
+
+
+def test_patterns_are_never_returned_as_prior_analyses(knowledge: Path) -> None:
+    pattern = DetectedPattern(title="Orders keep failing", description="d", error_classes=["Timeout::Error"],
+                              modules=["orders", "payments", "checkout"], occurrences=9, pattern_type="systemic_issue")
+    with open_index(knowledge) as index:
+        index.upsert([write_pattern_doc(pattern, knowledge)])
+        error = ErrorGroup(error_class="Timeout::Error", transaction="Controller/payments/create", message="x")
+        assert all(p.error_class != "" for p in search_prior_knowledge(error, index))
+        kinds = index.query("SELECT kind FROM documents WHERE doc_id IN (SELECT unnest($ids))",
+                            {"ids": list(index.candidates(error.fingerprint, "Timeout::Error", "payments",
+                                                          [t["tag_id"] for t in index.query("SELECT tag_id FROM doc_tags")]))})
+        assert {k["kind"] for k in kinds} <= {"solution"}
+
+
 def test_threads_share_the_index_and_another_process_is_waited_for(knowledge: Path) -> None:
     error = ErrorGroup(error_class="ActiveRecord::RecordNotFound", transaction="Controller/orders/update")
     found: list[int] = []

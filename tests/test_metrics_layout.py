@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
+import pytest
 
 from knowledge_store.duck import DB_FILE, connect_readonly, ensure_views
 from knowledge_store.metrics import MetricsStore
@@ -71,6 +73,70 @@ def test_a_rerun_of_a_night_in_a_compacted_month_replaces_its_row(nightwatch_hom
     store.compact(today=date(2026, 11, 2))
     assert count(nightwatch_home, "SELECT count(*) FROM runs") == 2
     assert count(nightwatch_home, "SELECT count(*) FROM runs WHERE run_id = 'night-a'") == 1
+
+
+def test_a_rerun_after_its_month_was_compacted_reads_its_ledger_and_counts_once(nightwatch_home: Path) -> None:
+    store = MetricsStore(nightwatch_home)
+    day = date(2026, 10, 5)
+    night(store, "night-a", day, calls=2, parts=2)
+    store.write_analyses("night-a", day, [make_result("night-a", "KeyError", 2)], attempt="first")
+    store.close_night("night-a", day)
+    store.compact(today=date(2026, 11, 1))
+    assert not store.parts("model_calls")  # the staged ledger is gone: the compacted month holds it
+    assert len(store.recorded_calls("night-a", day)) == 4  # a rerun repeats no call the night already made
+    assert store.finished_by_other_attempts("night-a", day, "second") == {make_result("night-a", "KeyError", 2).fingerprint}
+
+    store.write_model_calls("night-a", day, "p-new", make_calls(1, "night-a", "f" * 16))  # the rerun's own call
+    store.write_analyses("night-a", day, [make_result("night-a", "KeyError", 2)], attempt="second")
+    store.write_run(RunReport(run_id="night-a", started_at=datetime(2026, 11, 20, tzinfo=timezone.utc),
+                              window=Window.ending_at(datetime(2026, 10, 5, tzinfo=timezone.utc), timedelta(days=1))), day)
+    store.close_night("night-a", day)
+    store.compact(today=date(2026, 11, 20))
+    assert count(nightwatch_home, "SELECT count(*) FROM runs") == 1
+    assert count(nightwatch_home, "SELECT count(*) FROM model_calls") == 5
+    assert count(nightwatch_home, "SELECT attempts FROM runs") == 2
+    assert count(nightwatch_home, "SELECT model_calls FROM runs") == 5
+    assert [p.name for p in store.files("model_calls")] == ["compacted.parquet"]
+
+
+def test_compacting_by_hand_closes_every_night_first_and_removes_only_what_it_merged(nightwatch_home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from nightwatch.cli import app
+
+    store = MetricsStore(nightwatch_home)
+    night(store, "closed", date(2026, 10, 3), calls=2, parts=1)
+    store.write_model_calls("crashed", date(2026, 10, 4), "p", make_calls(3, "crashed"))  # never closed
+    result = CliRunner().invoke(app, ["metrics", "compact"])
+    assert result.exit_code == 0, result.output
+    assert count(nightwatch_home, "SELECT count(*) FROM model_calls WHERE run_id = 'crashed'") == 3
+    assert count(nightwatch_home, "SELECT count(*) FROM model_calls") == 5
+    assert not list((nightwatch_home / "metrics" / ".staging" / "model_calls").glob("date=2026-10-*"))
+
+
+def test_an_analysts_query_reads_the_views_and_nothing_else(nightwatch_home: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from nightwatch.cli import app
+
+    night(MetricsStore(nightwatch_home), "night-1", date(2026, 11, 3))
+    outside = tmp_path / "outside.csv"
+    outside.write_text("secret\nhunter2\n")
+    written = tmp_path / "written.txt"
+    runner = CliRunner()
+    for sql in (f"EXPLAIN ANALYZE COPY (SELECT 'x' AS line) TO '{written}'",
+                f"SELECT * FROM read_csv('{outside}')", f"SELECT * FROM read_text('{outside}')",
+                f"SELECT * FROM read_parquet('{outside}')", "SELECT 1; SET enable_external_access = true"):
+        result = runner.invoke(app, ["metrics", "--sql", sql])
+        assert result.exit_code == 2 and "hunter2" not in result.stdout, (sql, result.output)
+    assert not written.exists()
+    with connect_readonly(nightwatch_home) as con:
+        for statement in (f"COPY (SELECT 1) TO '{written}'", "SET enable_external_access = true",
+                          f"ATTACH '{tmp_path / 'x.db'}'"):
+            with pytest.raises(duckdb.Error):
+                con.execute(statement)
+    assert not written.exists()
+    assert runner.invoke(app, ["metrics", "--sql", "SELECT count(*) AS n FROM model_calls"]).exit_code == 0
 
 
 def test_a_night_that_crashed_before_closing_is_closed_by_the_next(nightwatch_home: Path) -> None:
@@ -140,3 +206,16 @@ def test_nightwatch_metrics_summarises_queries_and_draws(nightwatch_home: Path, 
     assert [p.name for p in store.files("runs")] == ["compacted.parquet"]
     assert json.loads(runner.invoke(app, ["metrics", "--format", "json"]).stdout)["summary"]["model_calls"] == 8
     assert runner.invoke(app, ["metrics", "compact", "--month", "last"]).exit_code == 2
+
+
+def test_an_outcome_another_attempt_recorded_is_not_recorded_again(nightwatch_home: Path) -> None:
+    from nightwatch.outcomes import OutcomeChange
+
+    store, day = MetricsStore(nightwatch_home), date(2026, 11, 4)
+    change = OutcomeChange(fingerprint="f" * 16, path="errors/x.md", kind="pr", number=7, state="merged", previous="open",
+                           fix_state="merged", trust=0.9, note="PR #7 merged")
+    assert store.write_outcomes("night-4", day, "a", [change]) is not None  # then the attempt crashed
+    assert store.write_outcomes("night-4", day, "b", [change]) is None  # the rerun sees the same change
+    assert store.write_outcomes("night-4", day, "a", [change]) is not None  # a retry of the attempt rewrites its own part
+    store.close_night("night-4", day)
+    assert count(nightwatch_home, "SELECT count(*) FROM outcomes") == 1

@@ -214,3 +214,76 @@ def test_the_offline_tracker_reports_outcomes_from_its_files(tmp_path: Path) -> 
         found = outcome_changes(index, files.observe_outcomes(index.filed(), None))
         apply_changes(index, found, NIGHT_1)
     assert [c.note for c in found if c.judged] == [f"issue #{number} closed as not-a-bug"]
+
+
+def doc_state(knowledge: Path) -> tuple:
+    meta, _ = read_doc(next((knowledge / "errors").glob("*.md")))
+    return meta["fix_state"], meta["trust"], meta["fix_confirmed"]
+
+
+def test_a_second_fix_pr_is_watched_after_the_first_was_closed(tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    _, first = night_one(knowledge, github)
+    github.close_pr(first)
+    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    assert doc_state(knowledge) == ("rejected", 0.2, False)
+    second = github.add_pr("[NightWatch] Fix: guest orders, again", ["app/models/order.rb"], author="nightwatch-bot",
+                           state="open", draft=True)
+    update_doc_metadata(knowledge, analysed().fingerprint, pr_number=second)  # a later night's draft PR
+    with open_index(knowledge) as index:
+        index.sync()
+    github.merge_pr(second, at=NIGHT_1 + timedelta(days=2))
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=3)) == [f"PR #{second} merged on 2026-11-03"]
+    assert doc_state(knowledge) == ("merged", 0.9, True)
+
+
+def test_an_issue_closed_after_its_fix_merged_keeps_the_merge_and_nothing_undoes_a_revert(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, pr = night_one(knowledge, github)
+    github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
+    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    github.close_issue(issue, "completed")  # a day later, by hand
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=2)) == []
+    meta, _ = read_doc(next((knowledge / "errors").glob("*.md")))
+    assert doc_state(knowledge) == ("merged", 0.9, True) and meta["fix_merged_at"].startswith("2026-11-01T09:00")
+    github.reopen_issue(issue)  # the merged fix did not hold
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=3)) == [f"issue #{issue} reopened{_updated(github, issue)}"]
+    assert doc_state(knowledge)[:2] == ("regressed", 0.3)
+
+    github.add_pr('Revert "[NightWatch] Fix: guest orders"', ["app/models/order.rb"], body=f"Reverts acme/shop#{pr}",
+                  merged_at=NIGHT_1 + timedelta(days=3, hours=1))
+    with open_index(knowledge) as index:  # the revert is looked for among PRs merged since the last sync
+        index.set_meta("outcomes_synced_at", (NIGHT_1 + timedelta(days=3)).isoformat())
+    update_doc_metadata(knowledge, analysed().fingerprint, pr_state="merged")
+    with open_index(knowledge) as index:
+        index.sync()
+    sync(knowledge, github, NIGHT_1 + timedelta(days=4))
+    assert doc_state(knowledge)[:2] == ("reverted", 0.1)
+    github.close_issue(issue, "completed")
+    sync(knowledge, github, NIGHT_1 + timedelta(days=5))
+    github.reopen_issue(issue)
+    sync(knowledge, github, NIGHT_1 + timedelta(days=6))
+    assert doc_state(knowledge)[:2] == ("reverted", 0.1)  # "do not propose it again" stands
+
+
+def test_a_regression_reopens_its_issue_once_a_night_and_the_reopening_is_no_outcome(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, pr = night_one(knowledge, github)
+    github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
+    github.close_issue(issue, "completed")
+    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    research, tonight = research_tonight(knowledge, NIGHT_1 + timedelta(days=3))
+    regression = analysed("night-4").model_copy(update={"regression": research.regression})
+    first = file_issues([regression], tracker(github), "night-4", 5, 50, demo=False)
+    assert [(f.action, f.reopened) for f in first] == [("commented", True)]
+    update_doc_metadata(knowledge, regression.fingerprint, issue_number=issue, issue_state="open:reopened")  # step 12
+    with open_index(knowledge) as index:
+        index.sync()
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=4)) == []  # NightWatch's own reopening is no outcome
+    github.close_issue(issue, "completed")  # someone closes it again before the night is rerun
+    again = file_issues([regression], tracker(github), "night-4", 5, 50, demo=False)
+    assert [(f.action, f.reopened) for f in again] == [("unchanged", False)]
+    assert github.issues[issue]["state"] == "closed"
+    assert sum("Regression" in c["body"] for c in github.comments[issue]) == 1

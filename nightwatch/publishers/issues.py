@@ -344,12 +344,15 @@ def _file_one(result: ErrorAnalysisResult, existing: TrackedIssue | None, tracke
         return _Filed(outcome, issue_body(result, run_id, demo))
     if existing:
         comment = occurrence_comment(result, run_id, issue_state=existing.state)
-        if result.regression and existing.state == "closed":
-            tracker.reopen(existing.number)  # a regression is not done with: the fix did not hold
         added = tracker.add_comment(existing.number, comment, run_marker(run_id))
+        reopen = added and bool(result.regression) and existing.state == "closed"
+        if reopen:  # a regression is not done with: the fix did not hold (once a night: a rerun finds its comment)
+            tracker.reopen(existing.number)
         action = "commented" if added else "unchanged"
         reason = "" if added else f"run {run_id} already reported this occurrence"
-        return _Filed(_outcome(result, action, existing, reason), comment)
+        outcome = _outcome(result, action, existing, reason)
+        outcome.reopened = reopen
+        return _Filed(outcome, comment)
     body = issue_body(result, run_id, demo)
     if result.failed:
         return _Filed(_outcome(result, "skipped", reason=f"analysis failed: {result.failure}"), body)
