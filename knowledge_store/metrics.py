@@ -192,10 +192,12 @@ class MetricsStore:
         """One file per analysis part (e.g. `<fingerprint>-investigate`), written as soon as it ends."""
         return self._write_run_part("model_calls", run_id, run_date, part, [model_call_row(c) for c in calls])
 
-    def night_calls(self, run_id: str, run_date: RunDate, columns: list[str] | None = None) -> list[dict[str, Any]]:
-        """Every row of the night's model-call ledger, whichever attempt wrote it (only `columns`, if given)."""
+    def night_calls(self, run_id: str, run_date: RunDate, columns: list[str] | None = None,
+                    part: str = "") -> list[dict[str, Any]]:
+        """Every row of the night's model-call ledger, whichever attempt wrote it (only `columns`, and only the parts
+        of analysis `part`, if given)."""
         folder = self.run_folder("model_calls", run_id, run_date)
-        paths = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+        paths = sorted(folder.glob(f"{_UNSAFE.sub('_', part).strip('._')[:40]}*.parquet")) if folder.is_dir() else []
         rows = self._compacted("model_calls", run_id, run_date, columns)
         rows += [row for path in paths for row in pq.read_table(path, columns=columns).to_pylist()]
         seen: set[tuple[Any, Any]] = set()  # a part still staged after its month's compaction (a crash between) counts once
@@ -207,9 +209,10 @@ class MetricsStore:
         rows = layout.compacted_rows(self.root, table, as_date(run_date), run_id, keep or None)
         return [{k: v for k, v in row.items() if k != "date"} for row in rows]
 
-    def recorded_calls(self, run_id: str, run_date: RunDate) -> set[tuple[str, datetime]]:
-        """(call_id, started_at) of every model call the night's ledger already holds, whichever attempt wrote it."""
-        rows = self.night_calls(run_id, run_date, columns=["call_id", "started_at"])
+    def recorded_calls(self, run_id: str, run_date: RunDate, part: str = "") -> set[tuple[str, datetime]]:
+        """(call_id, started_at) of every model call the night's ledger already holds (of analysis `part`, if given),
+        whichever attempt wrote it."""
+        rows = self.night_calls(run_id, run_date, columns=["call_id", "started_at"], part=part)
         return {(row["call_id"], utc(row["started_at"])) for row in rows}
 
     def record_new_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ModelCall]) -> list[ModelCall]:
@@ -217,9 +220,10 @@ class MetricsStore:
 
         A retry or rerun of the night (another attempt, another worker) resumes a checkpoint whose calls
         an earlier attempt may or may not have written (a kill leaves them unwritten): each call is
-        written exactly once, and nothing an earlier attempt wrote is overwritten.
+        written exactly once, and nothing an earlier attempt wrote is overwritten. Only the analysis's own parts
+        are read (its calls are never written under another name): a night's ledger is not read once per error.
         """
-        known = self.recorded_calls(run_id, run_date)
+        known = self.recorded_calls(run_id, run_date, part)
         fresh = [c for c in calls if (c.call_id, utc(c.started_at)) not in known]
         if fresh:
             stamp = min(utc(c.started_at) for c in fresh)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -60,8 +61,33 @@ def prefect_harness():
     """One temporary Prefect API for every flow test of the session (it takes ~10 s to start)."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    with prefect_test_harness(server_startup_timeout=120), quick_retries():
         yield
+
+
+@contextlib.contextmanager
+def quick_retries(scale: float = 0.001):
+    """Every NightWatch task keeps its retries, in the same order and through the same AwaitingRetry state, but
+    waits a thousandth of its production delay (5 s -> 5 ms): a flow test that retries measures what the retry
+    does, not how long it sleeps. Nights run in a subprocess keep the production delays."""
+    import importlib
+    import pkgutil
+
+    import tasks
+    from prefect import Task
+
+    found = {}
+    for module in pkgutil.iter_modules(tasks.__path__, "tasks."):
+        for value in vars(importlib.import_module(module.name)).values():
+            if isinstance(value, Task) and value.retry_delay_seconds:
+                found[id(value)] = (value, value.retry_delay_seconds)
+    for value, delay in found.values():
+        value.retry_delay_seconds = [d * scale for d in delay] if isinstance(delay, list) else delay * scale
+    try:
+        yield
+    finally:
+        for value, delay in found.values():
+            value.retry_delay_seconds = delay
 
 
 @pytest.fixture
