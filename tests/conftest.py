@@ -73,8 +73,9 @@ def quick_retries(scale: float = 0.001):
     import importlib
     import pkgutil
 
-    import tasks
     from prefect import Task
+
+    import tasks
 
     found = {}
     for module in pkgutil.iter_modules(tasks.__path__, "tasks."):
