@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -57,11 +60,38 @@ def nightwatch_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def prefect_harness():
-    """One temporary Prefect API for every flow test of the session (it takes ~10 s to start)."""
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated Prefect database, made once per test session and shared by its workers: every Prefect the tests
+    start (the harness, a CLI night in a subprocess, a real server) starts from a copy instead of migrating."""
+    from tests.prefect_processes import migrated_database
 
-    with prefect_test_harness(server_startup_timeout=120), quick_retries():
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every xdist worker of this session
+    template = shared / "prefect-template" / "prefect.db"
+    template.parent.mkdir(parents=True, exist_ok=True)
+    with open(shared / "prefect-template.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            if not template.exists():
+                migrated_database(template)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    return template
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(prefect_db_template: Path):
+    """One temporary Prefect API for every flow test of the session, on a copy of the migrated database."""
+    from unittest import mock
+
+    import prefect.testing.utilities as harness
+
+    def seeded_tempdir() -> str:  # the harness keeps its database in a fresh temporary folder: seed it there
+        folder = tempfile.mkdtemp()
+        shutil.copyfile(prefect_db_template, Path(folder) / "prefect-test.db")
+        return folder
+
+    with mock.patch.object(harness, "mkdtemp", seeded_tempdir), \
+            harness.prefect_test_harness(server_startup_timeout=120), quick_retries():
         yield
 
 

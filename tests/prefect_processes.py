@@ -34,10 +34,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def migrated_database(target: Path) -> Path:
+    """A Prefect database with every migration applied (`prefect server database upgrade`): a server, or a CLI's
+    local Prefect, finds it and starts in ~4 s instead of ~9 (it would migrate a fresh one first)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = target.with_name(target.name + ".building")
+    env = {**os.environ, "PREFECT_HOME": str(target.parent / "prefect-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{building}", "DO_NOT_TRACK": "1"}
+    done = subprocess.run([PREFECT, "server", "database", "upgrade", "-y"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode != 0:
+        raise ProcessFailed(f"prefect server database upgrade failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    os.replace(building, target)
+    return target
+
+
+def seed_database(prefect_home: Path, template: Path | None) -> None:
+    """A copy of the migrated `template` where a Prefect with this PREFECT_HOME keeps its database (if it has none)."""
+    target = prefect_home / "prefect.db"
+    if template is not None and not target.exists():
+        prefect_home.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, target)
+
+
 @contextlib.contextmanager
-def prefect_server(workdir: Path) -> Iterator[dict[str, str]]:
-    """`prefect server start` on a free loopback port; yields the environment that points at it."""
+def prefect_server(workdir: Path, database: Path | None = None) -> Iterator[dict[str, str]]:
+    """`prefect server start` on a free loopback port (on a copy of `database`, if given); yields the environment that
+    points at it."""
     port = free_port()
+    seed_database(workdir / "prefect", database)
     env = {**os.environ, "PREFECT_HOME": str(workdir / "prefect"), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
            "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING"}
     log_path = workdir / "server.log"

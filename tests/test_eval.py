@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nightwatch.evaluation import CaseScore, EvalCase, frame_mapping, load_cases, prepare_repository, regressions, summary
+from tests.prefect_processes import seed_database
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
@@ -54,7 +55,8 @@ def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> 
 
 
 @pytest.mark.slow
-def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path) -> None:
+def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path, prefect_db_template: Path) -> None:
+    seed_database(tmp_path / "home" / "prefect", prefect_db_template)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
     proc = subprocess.run(
         [sys.executable, "-m", "nightwatch.cli", "eval", "--output", "json", "--workdir", str(tmp_path / "eval"),

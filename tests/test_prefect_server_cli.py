@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def server(tmp_path_factory: pytest.TempPathFactory, prefect_db_template: Path) -> Iterator[dict[str, str]]:
     """One real Prefect server for this file's tests (the suite runs a file's tests on one worker)."""
-    with prefect_server(tmp_path_factory.mktemp("server")) as env:
+    with prefect_server(tmp_path_factory.mktemp("server"), prefect_db_template) as env:
         yield env
 
 

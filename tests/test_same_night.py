@@ -29,6 +29,7 @@ from nightwatch.settings import Settings
 from nightwatch.triage.verdict import TRIAGE_TOOL
 from tests.fakes.anthropic import FakeAnthropic, GenericModel, anthropic_env
 from tests.fakes.http import Reply, Request
+from tests.prefect_processes import seed_database
 from tests.views import rows as view_rows
 
 pytestmark = pytest.mark.flow  # every test here runs a night
@@ -126,7 +127,8 @@ def _held_investigation_slots(home: Path) -> int:
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
-def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_window(tmp_path, monkeypatch):
+def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_window(tmp_path, monkeypatch,
+                                                                                    prefect_db_template):
     # What a clean night of this window costs, measured rather than assumed: the same flow, the same window,
     # the same fake brain (deterministic: its answer depends only on the request), in ANOTHER home. It runs in
     # this process under the session's Prefect harness (~15 s) instead of a third CLI process (~45 s); the
@@ -147,6 +149,7 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
     assert clean_deep > STALL_AT, f"the clean night makes only {clean_deep} investigation requests"
 
     home = tmp_path / "home"
+    seed_database(home / "prefect", prefect_db_template)  # the CLI's own Prefect starts without migrating
     with StallingFake(stall_at=STALL_AT) as fake:
         log = tmp_path / "killed-night.stderr"
         with log.open("w") as stderr:  # a file, not a pipe nobody reads while the night runs
@@ -214,8 +217,9 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
 
 
 @pytest.mark.flow
-def test_a_rerun_of_a_finished_night_is_the_same_night(nightwatch_home):
+def test_a_rerun_of_a_finished_night_is_the_same_night(nightwatch_home, prefect_db_template):
     home = nightwatch_home
+    seed_database(home / "prefect", prefect_db_template)
     first = _night(home, None, max_issues=1)
     assert first.offline_model and first.succeeded
     assert sum(1 for i in first.issues if i.action == "created") == 1
