@@ -130,13 +130,19 @@ def _no_traces(tonight: ErrorGroup):  # type: ignore[no-untyped-def]
     return TraceData(fingerprint=tonight.fingerprint)
 
 
-def test_an_error_seen_after_its_fix_merged_is_a_regression_first_in_the_report_and_on_its_issue(
-        tmp_path: Path, github: FakeGitHub) -> None:
-    knowledge = tmp_path / "knowledge"
+def fixed_and_closed(knowledge: Path, github: FakeGitHub) -> int:
+    """Night 1's issue and fix PR; the PR merged three hours later, the issue closed, and the next sync saw both."""
     issue, pr = night_one(knowledge, github)
     github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
     github.close_issue(issue, "completed")
     sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    return issue
+
+
+def test_an_error_seen_after_its_fix_merged_is_a_regression_first_in_the_report_and_on_its_issue(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue = fixed_and_closed(knowledge, github)
 
     seen = NIGHT_1 + timedelta(days=3)
     research, tonight = research_tonight(knowledge, seen)
@@ -270,10 +276,7 @@ def test_an_issue_closed_after_its_fix_merged_keeps_the_merge_and_nothing_undoes
 def test_a_regression_reopens_its_issue_once_a_night_and_the_reopening_is_no_outcome(
         tmp_path: Path, github: FakeGitHub) -> None:
     knowledge = tmp_path / "knowledge"
-    issue, pr = night_one(knowledge, github)
-    github.merge_pr(pr, at=NIGHT_1 + timedelta(hours=3))
-    github.close_issue(issue, "completed")
-    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    issue = fixed_and_closed(knowledge, github)
     research, tonight = research_tonight(knowledge, NIGHT_1 + timedelta(days=3))
     regression = analysed("night-4").model_copy(update={"regression": research.regression})
     first = file_issues([regression], tracker(github), "night-4", 5, 50, demo=False)
