@@ -32,7 +32,7 @@ from tasks import result_storage
 from tasks import steps_fetch as fetch
 from tasks import steps_learn as learn
 from tasks import steps_publish as publish
-from tasks._prefect import label_cached_runs
+from tasks._prefect import label_cached_runs, quiet_local_api
 from tasks.context import NightRequest, RunContext, attempt_name, new_context, open_night, report_dir, runtime, settings_for
 from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 
@@ -160,7 +160,8 @@ def night_state(report: RunReport) -> RunReport | State:
 def run_night(**parameters: Any) -> RunReport:
     """Run a night in this process and return its report, whether it did its job or not (`report.succeeded`
     says which, as its flow run's state does). A step the night could not go on without raises."""
-    state = nightwatch_flow(**parameters, return_state=True)
+    with quiet_local_api():
+        state = nightwatch_flow(**parameters, return_state=True)
     value = state.result(raise_on_failure=False)
     if isinstance(value, BaseException):
         raise value

@@ -6,6 +6,8 @@ be cached say so with `cache_policy=NONE`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from prefect import task
@@ -84,3 +86,19 @@ def label_cached_runs(flow_run_id: Any) -> int:
         for run in unlabelled:
             client.set_task_run_state(run.id, run.state.model_copy(update={"message": CACHED_MESSAGE}), force=True)
     return len(unlabelled)
+
+
+@contextmanager
+def quiet_local_api() -> Iterator[None]:
+    """A night on this process's own throwaway API (no PREFECT_API_URL: `nightwatch run`, `nightwatch eval`) sends no
+    flow-run heartbeats: nothing outlives the process to watch them, and each flow run and subflow would wait up to a
+    second, when it ends, for the heartbeat thread to stop. Against a server, Prefect's default stands (its
+    heartbeats are how the server tells a crashed run)."""
+    import prefect.settings
+    from prefect.settings import get_current_settings, temporary_settings
+
+    if get_current_settings().api.url:
+        yield
+        return
+    with temporary_settings(updates={prefect.settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield

@@ -91,7 +91,19 @@ def prefect_harness(prefect_db_template: Path):
         return folder
 
     with mock.patch.object(harness, "mkdtemp", seeded_tempdir), \
-            harness.prefect_test_harness(server_startup_timeout=120), quick_retries():
+            harness.prefect_test_harness(server_startup_timeout=120), quick_retries(), no_heartbeats():
+        yield
+
+
+@contextlib.contextmanager
+def no_heartbeats():
+    """Flow runs in the tests send no heartbeats: the heartbeat thread sleeps in one-second steps and every flow run
+    and subflow joins it when it ends (about half a second each, three or more per night). Nothing here tests
+    Prefect's crash detection; production keeps Prefect's default."""
+    import prefect.settings
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={prefect.settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
 
 
