@@ -19,7 +19,7 @@ _STOPPING = threading.Event()
 
 
 def _stop(signum: int, _frame: object) -> None:
-    if _STOPPING.is_set():  # a second signal (make ui's script follows Ctrl-C with TERM) ends the process at once
+    if _STOPPING.is_set():  # a second signal (make ui's script follows Ctrl-C with INT) ends the process at once
         os._exit(0)
     _STOPPING.set()
     timer = threading.Timer(STOP_GRACE_S, os._exit, args=(0,))

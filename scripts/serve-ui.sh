@@ -13,8 +13,11 @@ mkdir -p "$NIGHTWATCH_HOME"
 .venv/bin/prefect server start --host 127.0.0.1 --port "$PORT" > "$NIGHTWATCH_HOME/prefect-server.log" 2>&1 &
 server=$!
 serve=""
-stop() {  # every process of `make ui` ends within 5 s: TERM, then KILL what is left
-  kill -TERM $serve $server 2>/dev/null || true
+stop() {  # every process of `make ui` ends within 5 s: INT to the serving process, TERM to the server, then KILL
+  # The serving process gets INT, never TERM: Prefect's runner replaces its TERM handler with one that exits from
+  # inside the event loop (a traceback when it lands during shutdown); INT stays deployments/serve.py's own.
+  [ -n "$serve" ] && kill -INT $serve 2>/dev/null || true
+  kill -TERM $server 2>/dev/null || true
   for _ in $(seq 1 20); do
     { [ -n "$serve" ] && kill -0 "$serve" 2>/dev/null; } || kill -0 "$server" 2>/dev/null || break
     sleep 0.25
