@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the suite; a run that collects no tests is a failure, not a pass.
-# Four workers on two cores by default: a flow test spends much of its wall time waiting (on a Prefect server
-# starting in a subprocess, a worker polling, a fault the fake holds), which another worker's CPU work fills;
-# measured on 2 cores (before bytecode was compiled at install): 2 workers 6 m 10 s, 3 workers 4 m 43 s, 4 workers
-# 4 m 35 s. NIGHTWATCH_TEST_WORKERS=0 runs in one process.
+# Five workers on two cores by default: a flow test spends much of its wall time waiting (on a Prefect server
+# starting in a subprocess, a worker polling, a fault the fake holds), which another worker's CPU work fills.
+# Measured on 2 cores before bytecode was compiled at install: 2 workers 6 m 10 s, 3 workers 4 m 43 s, 4 workers
+# 4 m 35 s; after: 4 workers 3 m 45 s, 5 workers 3 m 37 s. NIGHTWATCH_TEST_WORKERS=0 runs in one process.
 # Each worker has its own Prefect test API.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 # every process a test starts then reads them instead of compiling them, even under PYTHONDONTWRITEBYTECODE.
 .venv/bin/python -m compileall -q -j 0 nightwatch flows tasks knowledge_store blocks deployments tests >/dev/null
 set +e
-workers="${NIGHTWATCH_TEST_WORKERS:-4}"
+workers="${NIGHTWATCH_TEST_WORKERS:-5}"
 if [ "$workers" = "0" ]; then
   .venv/bin/python -m pytest "$@"
 else
