@@ -219,3 +219,12 @@ def test_an_outcome_another_attempt_recorded_is_not_recorded_again(nightwatch_ho
     assert store.write_outcomes("night-4", day, "a", [change]) is not None  # a retry of the attempt rewrites its own part
     store.close_night("night-4", day)
     assert count(nightwatch_home, "SELECT count(*) FROM outcomes") == 1
+
+
+def test_a_linked_home_is_queried_through_its_link(tmp_path: Path, monkeypatch) -> None:
+    real = tmp_path / "real-home"
+    real.mkdir()
+    linked = tmp_path / "linked-home"
+    linked.symlink_to(real)
+    night(MetricsStore(linked), "night-1", date(2026, 11, 3))
+    assert count(linked, "SELECT count(*) FROM model_calls") == 12
