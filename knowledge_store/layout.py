@@ -18,8 +18,6 @@ descriptions (SCHEMA.md has them), so the views read them without `union_by_name
 from __future__ import annotations
 
 import contextlib
-import fcntl
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -28,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowledge_store.schema import SCHEMA_VERSION, TABLES, schema_for
-from nightwatch.atomic import atomic_target, atomic_write_text
+from nightwatch.atomic import atomic_target, atomic_write_text, exclusive_lock
 
 STAGING = ".staging"
 SNAPSHOT_TABLES = frozenset({"knowledge_index"})  # one current file, not a file per night
@@ -100,16 +98,9 @@ def close_parts(root: Path, table: str, parts: list[Path], day: date) -> Path | 
     return write_arrow(merged, night_file(root, table, day, parts[0].parent.name))
 
 
-@contextlib.contextmanager
-def exclusive(root: Path) -> Iterator[None]:
+def exclusive(root: Path) -> contextlib.AbstractContextManager[None]:
     """Closing nights and compacting months one process at a time (the OS releases the lock if the process dies)."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return exclusive_lock(root / ".lock")
 
 
 def ensure_schema_files(root: Path) -> None:

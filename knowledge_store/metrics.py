@@ -196,17 +196,24 @@ class MetricsStore:
                     part: str = "") -> list[dict[str, Any]]:
         """Every row of the night's model-call ledger, whichever attempt wrote it (only `columns`, and only the parts
         of analysis `part`, if given)."""
-        folder = self.run_folder("model_calls", run_id, run_date)
-        paths = sorted(folder.glob(f"{_UNSAFE.sub('_', part).strip('._')[:40]}*.parquet")) if folder.is_dir() else []
-        rows = self._compacted("model_calls", run_id, run_date, columns)
-        rows += [row for path in paths for row in pq.read_table(path, columns=columns).to_pylist()]
+        identity = columns and list(dict.fromkeys([*columns, "call_id", "started_at"]))  # what counts a call once
+        rows = self._night_rows("model_calls", run_id, run_date, identity or None, prefix=part)
         seen: set[tuple[Any, Any]] = set()  # a part still staged after its month's compaction (a crash between) counts once
-        return [row for row in rows if _first_time(seen, (row.get("call_id"), row.get("started_at")))]
+        return [row for row in rows if _first_time(seen, (row["call_id"], row["started_at"]))]
+
+    def _night_rows(self, table: str, run_id: str, run_date: RunDate, columns: list[str] | None, prefix: str = "",
+                    but: str = "") -> list[dict[str, Any]]:
+        """The night's rows of `table`: those its month's compaction holds (a night rerun after its month closed), then
+        its staged parts whose names start with `prefix`, except the part `but` (an attempt's own)."""
+        folder = self.run_folder(table, run_id, run_date)
+        pattern, mine = f"{_UNSAFE.sub('_', prefix).strip('._')[:40]}*.parquet", f"{safe_name(but)}.parquet"
+        parts = [p for p in sorted(folder.glob(pattern)) if not but or p.name != mine] if folder.is_dir() else []
+        return self._compacted(table, run_id, run_date, columns) + [
+            row for path in parts for row in pq.read_table(path, columns=columns).to_pylist()]
 
     def _compacted(self, table: str, run_id: str, run_date: RunDate, columns: list[str] | None) -> list[dict[str, Any]]:
         """The night's rows its month's compaction holds: the ledger of a night rerun after its month closed."""
-        keep = columns and list(dict.fromkeys([*columns, "call_id", "started_at"] if table == "model_calls" else columns))
-        rows = layout.compacted_rows(self.root, table, as_date(run_date), run_id, keep or None)
+        rows = layout.compacted_rows(self.root, table, as_date(run_date), run_id, columns)
         return [{k: v for k, v in row.items() if k != "date"} for row in rows]
 
     def recorded_calls(self, run_id: str, run_date: RunDate, part: str = "") -> set[tuple[str, datetime]]:
@@ -250,11 +257,8 @@ class MetricsStore:
 
     def finished_by_other_attempts(self, run_id: str, run_date: RunDate, attempt: str) -> set[str]:
         """Fingerprints another attempt of the night analysed to the end (its `analyses` part, no failure)."""
-        folder = self.run_folder("analyses", run_id, run_date)
-        mine = f"{safe_name(analyses_part(attempt))}.parquet"  # the file write_analyses names for this attempt
-        parts = [p for p in sorted(folder.glob("analyses*.parquet")) if p.name != mine] if folder.is_dir() else []
-        rows = [row for path in parts for row in pq.read_table(path, columns=["fingerprint", "failure"]).to_pylist()]
-        rows += self._compacted("analyses", run_id, run_date, ["fingerprint", "failure"])
+        rows = self._night_rows("analyses", run_id, run_date, ["fingerprint", "failure"], prefix="analyses",
+                                but=analyses_part(attempt))  # the part write_analyses names for this attempt
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 
     def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange]) -> Path | None:
@@ -272,11 +276,8 @@ class MetricsStore:
 
     def _recorded_outcomes(self, run_id: str, run_date: RunDate, part: str) -> set[tuple[Any, ...]]:
         """Outcome changes another attempt of the night recorded (one that crashed before the documents took them)."""
-        folder, mine = self.run_folder("outcomes", run_id, run_date), f"{safe_name(part)}.parquet"
         columns = ["fingerprint", "kind", "number", "state"]
-        rows = [row for path in (sorted(folder.glob("*.parquet")) if folder.is_dir() else []) if path.name != mine
-                for row in pq.read_table(path, columns=columns).to_pylist()]
-        rows += self._compacted("outcomes", run_id, run_date, columns)
+        rows = self._night_rows("outcomes", run_id, run_date, columns, but=part)
         return {tuple(row[c] for c in columns) for row in rows}
 
     def write_errors(

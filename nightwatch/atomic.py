@@ -10,6 +10,7 @@ file in one step. Temporary names start with a dot and end in `.tmp`, so globs s
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import uuid
 from collections.abc import Iterator
@@ -70,3 +71,16 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (created if missing) for the block; other processes and threads that
+    ask for it wait. The OS releases it if the process dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

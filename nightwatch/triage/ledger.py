@@ -18,15 +18,13 @@ Writes are atomic (temporary file, fsync, rename); submission holds an exclusive
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from nightwatch.atomic import atomic_write_text
+from nightwatch.atomic import atomic_write_text, exclusive_lock
 from nightwatch.models import Model, ModelCall
 from nightwatch.triage.backends import BatchStatus
 from nightwatch.triage.verdict import TriageOutcome
@@ -119,13 +117,6 @@ class LedgerStore:
         atomic_write_text(path, ledger.model_dump_json(indent=1))
         return ledger
 
-    @contextlib.contextmanager
-    def lock(self, key: str) -> Iterator[None]:
+    def lock(self, key: str) -> contextlib.AbstractContextManager[None]:
         """An exclusive lock on the night's ledger; the OS releases it if the process dies."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / f"{key}.lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return exclusive_lock(self.root / f"{key}.lock")
