@@ -14,9 +14,9 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
 set +e
 workers="${NIGHTWATCH_TEST_WORKERS:-5}"
 if [ "$workers" = "0" ]; then
-  .venv/bin/python -m pytest "$@"
+  .venv/bin/python -m pytest --durations=15 "$@"
 else
-  .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"
+  .venv/bin/python -m pytest -n "$workers" --dist loadfile --durations=15 "$@"
 fi
 status=$?
 set -e

@@ -115,6 +115,20 @@ def worker(env: dict[str, str], prefect_home: Path, pool: str = "nightwatch") ->
             proc.returncode = -1
 
 
+def run_process_group(command: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """`subprocess.run` with text output, in a session of its own that is killed whole when `timeout` passes or the
+    test is stopped (pytest's timeout): a CLI's own Prefect API is its child, and would otherwise outlive it and keep
+    taking CPU from every test after it."""
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        stop_group(proc, 5)
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
 def stop_group(proc: subprocess.Popen, grace_s: float) -> bool:
     """SIGTERM the process group, SIGKILL it after `grace_s`; True when it stopped on SIGTERM."""
     with contextlib.suppress(ProcessLookupError):

@@ -55,6 +55,12 @@ def test_make_deploy_refuses_without_a_real_server(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "set PREFECT_API_URL" in refused.stderr
 
 
+# The script sends KILL 5 s after Ctrl-C to whatever has not stopped, so on a quiet machine everything is gone in about
+# 2 s; on one loaded core the processes' own exits took up to 9 s. What this guards against is a process that lingers
+# (Prefect's threads kept the serving process alive for a minute): 45 s, five times the slowest stop seen.
+STOP_GUARD_S = 45
+
+
 def test_ctrl_c_on_make_ui_ends_every_process_within_seconds(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env |= {"NIGHTWATCH_HOME": str(tmp_path / "home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
@@ -69,13 +75,14 @@ def test_ctrl_c_on_make_ui_ends_every_process_within_seconds(tmp_path: Path) -> 
         assert "being served" in log.read_text(), log.read_text()[-3000:]
         started = time.monotonic()
         os.killpg(ui.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground group
-        while (ui.poll() is None or _group_alive(ui.pid)) and time.monotonic() - started < 30:  # poll reaps the script
+        while (ui.poll() is None or _group_alive(ui.pid)) and time.monotonic() - started < STOP_GUARD_S:  # poll reaps the script
             time.sleep(0.25)
         stopped_after = time.monotonic() - started
     finally:
         if _group_alive(ui.pid):
             os.killpg(ui.pid, signal.SIGKILL)
-    assert stopped_after < 8, f"make ui took {stopped_after:.1f} s to stop"
+    print(f"make ui stopped {stopped_after:.1f} s after Ctrl-C")
+    assert stopped_after < STOP_GUARD_S, f"make ui took {stopped_after:.1f} s to stop"
     assert "Traceback" not in log.read_text()
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from nightwatch.settings import Settings
 from nightwatch.triage.verdict import TRIAGE_TOOL
 from tests.fakes.anthropic import FakeAnthropic, GenericModel, anthropic_env
 from tests.fakes.http import Reply, Request
-from tests.prefect_processes import seed_database
+from tests.prefect_processes import run_process_group, seed_database
 from tests.views import rows as view_rows
 
 pytestmark = pytest.mark.flow  # every test here runs a night
@@ -93,8 +95,7 @@ def _command(max_issues: int = MAX_ISSUES) -> list[str]:
 
 
 def _night(home: Path, fake: FakeAnthropic | None, *, retries: int = 1, max_issues: int = MAX_ISSUES) -> RunReport:
-    done = subprocess.run(_command(max_issues), capture_output=True, text=True, timeout=NIGHT_TIMEOUT_S,
-                          env=_env(home, fake, retries), cwd=home.parent)
+    done = run_process_group(_command(max_issues), env=_env(home, fake, retries), cwd=home.parent, timeout=NIGHT_TIMEOUT_S)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-4000:]}"
     return RunReport.model_validate_json(done.stdout)
 
@@ -106,6 +107,12 @@ def _issue_files(home: Path) -> dict[str, bytes]:
 
 def _investigation_requests(bodies: list[dict]) -> list[dict]:
     return [b for b in bodies if (b.get("tool_choice") or {}).get("name") != TRIAGE_TOOL]
+
+
+def _by_error(bodies: list[dict]) -> Counter[str]:
+    """Investigation requests per error: each carries its error's fingerprint in its first message."""
+    found = (re.search(r"Fingerprint: ([0-9a-f]+)", json.dumps(b["messages"][0])) for b in _investigation_requests(bodies))
+    return Counter(m.group(1) for m in found if m)
 
 
 def _saved_iterations(home: Path) -> dict[str, int]:
@@ -167,6 +174,7 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
                          f"exit {killed.returncode}):\n{log.read_text()[-4000:]}")
         assert killed.returncode == -signal.SIGKILL
         killed_requests = len(fake.message_requests())  # the stalled one included: it was sent, never answered
+        killed_by_error = _by_error(fake.message_bodies())
         saved = _saved_iterations(home)
         assert saved, "the killed night left no checkpoint of an investigation in progress"
         held_after_kill = _held_investigation_slots(home)
@@ -190,7 +198,16 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
     assert len(resumed_deep) == resumed_requests  # triage: every verdict from the cache
     fresh_starts = sum(1 for b in resumed_deep if len(b["messages"]) == 1)
     assert fresh_starts <= len(deep) - len(saved), "an investigation with a checkpoint started again from scratch"
-    assert len(resumed_deep) == clean_deep - sum(saved.values())  # exactly the iterations no checkpoint holds
+    # Exactly the iterations no checkpoint holds, error by error. An investigation the killed night finished (all of its
+    # requests answered before the kill: on a slow machine the others may get that far before the stalled request)
+    # comes from Prefect's cache and asks nothing again; every other one asks what its checkpoint does not hold.
+    clean_by_error, resumed_by_error = _by_error(clean_fake.message_bodies()), _by_error(resumed_bodies)
+    assert set(clean_by_error) >= set(resumed_by_error) | set(saved)
+    finished_before_kill = {fp for fp, n in clean_by_error.items() if killed_by_error[fp] == n and fp not in saved}
+    assert all(resumed_by_error[fp] == 0 for fp in finished_before_kill), (resumed_by_error, finished_before_kill)
+    assert {fp: resumed_by_error[fp] for fp in clean_by_error if fp not in finished_before_kill} == {
+        fp: n - saved.get(fp, 0) for fp, n in clean_by_error.items() if fp not in finished_before_kill}
+    assert len(finished_before_kill) < len(clean_by_error)  # the kill landed in the middle of an investigation
     assert resumed_requests < clean_requests
     assert not list((home / "checkpoints").glob("*/*/[0-9][0-9][0-9][0-9].json"))  # finished investigations keep none
 
