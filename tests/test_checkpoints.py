@@ -19,6 +19,7 @@ from nightwatch.agent.loop import run_agent
 from nightwatch.models import ErrorAnalysisResult
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.http import Reply, Request
+from tests.prefect_processes import PROCESS_GUARD_S
 from tests.test_agent_loop import _case
 from tests.test_context_live_path import _config
 
@@ -80,7 +81,7 @@ def _driver(tmp_path: Path, work: Path, fake: FakeAnthropic) -> Path:
 
 
 def _run(script: Path) -> ErrorAnalysisResult:
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=PROCESS_GUARD_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
     return ErrorAnalysisResult.model_validate_json(done.stdout.strip().splitlines()[-1])
 

@@ -19,6 +19,7 @@ import yaml
 
 from nightwatch.fingerprint import fingerprint_of
 from nightwatch.redact import clean, redact
+from tests.prefect_processes import PROCESS_GUARD_S
 
 DEMO = Path(__file__).resolve().parents[1] / "nightwatch" / "demo"
 APP = DEMO / "app"
@@ -154,7 +155,7 @@ def test_in_app_frames_point_at_existing_lines(traces: dict[tuple[str, str], str
 
 def test_export_is_current_with_the_application() -> None:
     done = subprocess.run([sys.executable, str(DEMO / "build_export.py"), "--check"], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=PROCESS_GUARD_S)
     assert done.returncode == 0, done.stderr
 
 
@@ -162,7 +163,7 @@ def test_a_stale_export_is_reported(tmp_path: Path) -> None:
     stale = tmp_path / "export.json"
     stale.write_text("{}\n", encoding="utf-8")
     done = subprocess.run([sys.executable, str(DEMO / "build_export.py"), "--check", "--output", str(stale)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=PROCESS_GUARD_S)
     assert done.returncode == 1 and "stale" in done.stderr
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.prefect_processes import PROCESS_GUARD_S
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,7 +28,7 @@ def test_prefect_yaml_entrypoints_load_in_a_fresh_interpreter():
             "import nightwatch.models\n"
             "print(flow.name)"
         )
-        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_GUARD_S)
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip().endswith("nightwatch")
 
@@ -99,6 +101,6 @@ def test_no_core_module_loads_prefect():
         "loaded = sorted(m for m in sys.modules if m == 'prefect' or m.startswith('prefect.'))\n"
         "print(len(loaded), loaded[:5])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_GUARD_S)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("0 "), done.stdout

@@ -17,7 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.prefect_processes import ROOT, deploy, free_port, prefect, prefect_server, run_deployment, wait_terminal, worker
+from tests.prefect_processes import (
+    PROCESS_GUARD_S,
+    ROOT,
+    deploy,
+    free_port,
+    prefect,
+    prefect_server,
+    run_deployment,
+    wait_terminal,
+    worker,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -45,13 +55,13 @@ def test_make_deploy_registers_every_deployment_and_the_locked_cli_lists_them(de
         assert listed.returncode == 0 and not refused, f"prefect {' '.join(command)}: {listed.stderr[-1500:]}"
     listed = prefect(env, "deployment", "ls")
     assert all(f"nightwatch/{name}" in listed.stdout for name in ("nightly", "manual", "collect")), listed.stdout
-    again = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(["bash", "scripts/deploy.sh"], env=env, cwd=project, capture_output=True, text=True, timeout=PROCESS_GUARD_S)
     assert again.returncode == 0, again.stderr[-2000:]  # a second deploy updates in place
 
 
 def test_make_deploy_refuses_without_a_real_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    refused = subprocess.run(["bash", str(ROOT / "scripts" / "deploy.sh")], env=env, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(["bash", str(ROOT / "scripts" / "deploy.sh")], env=env, capture_output=True, text=True, timeout=PROCESS_GUARD_S)
     assert refused.returncode == 2 and "set PREFECT_API_URL" in refused.stderr
 
 
@@ -69,7 +79,7 @@ def test_ctrl_c_on_make_ui_ends_every_process_within_seconds(tmp_path: Path) -> 
         ui = subprocess.Popen(["bash", str(ROOT / "scripts" / "serve-ui.sh"), str(free_port())], env=env, stdout=out,
                               stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 150
+        deadline = time.monotonic() + PROCESS_GUARD_S
         while "being served" not in log.read_text() and time.monotonic() < deadline and ui.poll() is None:
             time.sleep(1)
         assert "being served" in log.read_text(), log.read_text()[-3000:]

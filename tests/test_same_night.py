@@ -31,7 +31,7 @@ from nightwatch.settings import Settings
 from nightwatch.triage.verdict import TRIAGE_TOOL
 from tests.fakes.anthropic import FakeAnthropic, GenericModel, anthropic_env
 from tests.fakes.http import Reply, Request
-from tests.prefect_processes import run_process_group, seed_database
+from tests.prefect_processes import PROCESS_GUARD_S, run_process_group, seed_database
 from tests.views import rows as view_rows
 
 pytestmark = pytest.mark.flow  # every test here runs a night
@@ -42,7 +42,7 @@ UNTIL_ARG = f"{UNTIL:%Y-%m-%dT%H:%M}"
 MAX_ERRORS = 3
 MAX_ISSUES = 2
 STALL_AT = 6  # the sixth investigation request: each of the three deep errors is one or two iterations in
-NIGHT_TIMEOUT_S = 240
+NIGHT_TIMEOUT_S = PROCESS_GUARD_S  # a night in a subprocess: about 40 s on one loaded core
 
 
 class StallingFake(FakeAnthropic):
