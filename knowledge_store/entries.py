@@ -86,6 +86,7 @@ def solution_row(meta: dict, body: str, path: Path) -> dict[str, Any]:
         "fix_state": str(meta.get("fix_state") or ("merged" if fix_confirmed else "none")),
         "trust": number(meta, path, "trust", DEFAULT_TRUST),
         "fix_merged_at": moment(meta, path, "fix_merged_at"),
+        "regressed_at": moment(meta, path, "regressed_at"),
         "first_detected": str(meta.get("first_detected") or ""),
         "last_run_id": str(meta.get("last_run_id") or meta.get("run_id") or ""),
         "run_count": len(runs) or 1,

@@ -42,7 +42,7 @@ from knowledge_store.text_relevance import Corpus
 from nightwatch.outcomes import Filed
 
 INDEX_FILE = "index.duckdb"
-INDEX_VERSION = "6"
+INDEX_VERSION = "7"
 LEGACY_INDEX = "index.yml"
 LOCK_WAIT_S = 30.0
 SYNC_CHUNK = 2_000
@@ -55,6 +55,7 @@ DOCUMENT_SCHEMA = pa.schema([
     ("tags", pa.list_(pa.string())), ("files", pa.list_(pa.string())),
     ("file_hashes", pa.string()), ("fix_confidence", pa.string()), ("has_fix", pa.bool_()), ("fix_confirmed", pa.bool_()),
     ("fix_state", pa.string()), ("trust", pa.float64()), ("fix_merged_at", pa.timestamp("us", tz="UTC")),
+    ("regressed_at", pa.timestamp("us", tz="UTC")),
     ("first_detected", pa.string()), ("last_run_id", pa.string()), ("run_count", pa.int64()), ("occurrences", pa.int64()),
     ("issue_number", pa.int64()), ("pr_number", pa.int64()), ("issue_state", pa.string()), ("pr_state", pa.string()), ("title", pa.string()), ("pattern_type", pa.string()),
     ("error_classes", pa.list_(pa.string())), ("modules", pa.list_(pa.string())), ("content_hash", pa.string()),

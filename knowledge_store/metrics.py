@@ -261,10 +261,12 @@ class MetricsStore:
                                 but=analyses_part(attempt))  # the part write_analyses names for this attempt
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 
-    def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange]) -> Path | None:
-        """The outcome changes an attempt of the night applied (a part per attempt: a rerun that finds nothing new
-        writes nothing, and never replaces what an earlier attempt found)."""
-        part = f"outcomes-{attempt}" if attempt else "outcomes"
+    def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange],
+                       source: str = "outcomes") -> Path | None:
+        """The outcome changes an attempt of the night applied (a part per attempt and source, the sync's `outcomes`
+        or the `regressions` the night flagged: a rerun that finds nothing new writes nothing, and never replaces what
+        an earlier attempt found)."""
+        part = f"{source}-{attempt}" if attempt else source
         recorded = self._recorded_outcomes(run_id, run_date, part)
         changes = [c for c in changes if c.judged and (c.fingerprint, c.kind, c.number, c.state) not in recorded]
         if not changes:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from knowledge_store.documents import update_doc_metadata
+from knowledge_store.documents import read_doc, update_doc_metadata
 from knowledge_store.index import KnowledgeIndex, KnowledgeState
-from nightwatch.outcomes import Observed, OutcomeChange, changes
+from nightwatch.models import ErrorAnalysisResult
+from nightwatch.outcomes import Observed, OutcomeChange, changes, regression_record
 
 SYNCED_AT = "outcomes_synced_at"
 
@@ -46,3 +47,32 @@ def apply_changes(index: KnowledgeIndex, found: list[OutcomeChange], synced_at: 
 
 def outcome_changes(index: KnowledgeIndex, observed: dict[tuple[str, int], Observed]) -> list[OutcomeChange]:
     return changes(index.filed(), observed)
+
+
+class RegressionRecord(BaseModel):
+    """A regression the night flagged, to record once: its document's new fields, and its outcome row (if any)."""
+
+    path: Path
+    fingerprint: str
+    fields: dict[str, object]
+    row: OutcomeChange | None = None
+
+
+def plan_regressions(knowledge: Path, results: list[ErrorAnalysisResult], where: dict[str, Path],
+                     night_end: datetime) -> list[RegressionRecord]:
+    """What each regression the night flagged changes (nightwatch.outcomes.regression_record); nothing for one already
+    recorded. The caller writes the rows, then applies the fields: a crash between the two never loses a row."""
+    planned = []
+    for result in results:
+        path = where.get(result.fingerprint)
+        if not result.regression or path is None or not path.is_file():
+            continue
+        fields, row = regression_record(result.fingerprint, path.relative_to(knowledge).as_posix(), result.regression,
+                                        night_end, read_doc(path)[0])
+        if fields:
+            planned.append(RegressionRecord(path=path, fingerprint=result.fingerprint, fields=fields, row=row))
+    return planned
+
+
+def apply_regressions(knowledge: Path, planned: list[RegressionRecord]) -> list[Path]:
+    return [p for r in planned if (p := update_doc_metadata(knowledge, r.fingerprint, path=r.path, **r.fields))]

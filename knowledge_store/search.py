@@ -37,7 +37,7 @@ COMMON_TAG_SHARE = 0.002
 COMMON_TAG_FLOOR = 50
 SCORING_COLUMNS = "doc_id, doc_len, term_ids, term_counts, trust, fix_confirmed, has_fix, path"
 PRIOR_COLUMNS = "doc_id, path, fingerprint, error_class, \"transaction\", root_cause, summary, fix_confidence, has_fix, " \
-                "first_detected, file_hashes, fix_confirmed, fix_state, trust, outcome, fix_merged_at"
+                "first_detected, file_hashes, fix_confirmed, fix_state, trust, outcome, fix_merged_at, regressed_at"
 
 
 def ranked_candidates(index: KnowledgeIndex, error: ErrorGroup, files: list[str] | None = None,
@@ -110,6 +110,7 @@ def prior_of(knowledge_dir: Path, row: dict[str, Any]) -> PriorAnalysis:
         trust=DEFAULT_TRUST if row["trust"] is None else float(row["trust"]),
         outcome=row["outcome"] or "",
         fix_merged_at=row["fix_merged_at"],
+        regressed_at=row["regressed_at"],
     )
 
 

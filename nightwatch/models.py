@@ -243,6 +243,7 @@ class PriorAnalysis(Model):
     trust: float = 0.5
     outcome: str = ""  # what people did with the issue or fix, in one line, for the prompt
     fix_merged_at: datetime | None = None  # when its fix merged (or its issue closed as completed)
+    regressed_at: datetime | None = None  # the end of the night that flagged its regression (nightwatch.outcomes)
 
 
 class CorrelatedPR(Model):
@@ -299,6 +300,8 @@ class ErrorAnalysisResult(Model):
     duration_s: float = 0.0
     failure: str | None = None
     fix_gate: FixGate | None = Field(default=None, description="The checks of the proposed fix (step 8.5), when it has one.")
+    still_regressing: str = Field(default="", description="A regression an earlier night flagged, seen again: one line "
+                                  "(\"still regressing since <date>\"), never announced or counted again.")
     regression: str = Field(default="", description="Why this error is a regression: it came back after its fix merged, "
                             "or its issue was reopened (nightwatch.outcomes).")
 
@@ -418,6 +421,11 @@ class RunReport(Model):
     def regressions(self) -> list[ErrorAnalysisResult]:
         """Errors that came back after their fix merged, or whose issue was reopened: shown first."""
         return [r for r in self.results if r.regression]
+
+    @property
+    def still_regressing(self) -> list[ErrorAnalysisResult]:
+        """Regressions an earlier night flagged, seen again tonight: a line each, after the new ones."""
+        return [r for r in self.results if r.still_regressing and not r.regression]
 
     @model_validator(mode="before")
     @classmethod

@@ -136,26 +136,55 @@ def outranks(issue_verdict: str, fix_state: str | None) -> bool:
     return fix_state != "reverted"
 
 
-def regression_of(error: ErrorGroup, priors: list[PriorAnalysis], seen_at: datetime, lag: timedelta) -> str:
-    """Why tonight's `error` is a regression of an earlier analysis of the same fingerprint, or "" when it is not."""
+def regression_of(error: ErrorGroup, priors: list[PriorAnalysis], seen_at: datetime, lag: timedelta,
+                  night_end: datetime | None = None) -> tuple[str, str]:
+    """(why tonight's `error` is a new regression of an earlier analysis of its fingerprint, or ""; "still regressing
+    since <date>" when an earlier night already flagged it, or ""). A regression is announced by the night that finds
+    it (and by that night's reruns, whose window ends at `night_end` too), never by the nights after."""
     for prior in priors:
         if prior.fingerprint != error.fingerprint:
             continue
         if prior.fix_state == "regressed":
-            return f"regression: {prior.outcome or 'its issue was reopened'}"
+            if prior.regressed_at is not None and (night_end is None or prior.regressed_at < night_end):
+                return "", f"still regressing since {prior.regressed_at:%Y-%m-%d}"
+            said = prior.outcome or "its issue was reopened"
+            return (said if said.startswith("regression:") else f"regression: {said}"), ""
         fixed_at = prior.fix_merged_at
         if prior.fix_state in FIXED_STATES and fixed_at is not None and seen_at > fixed_at + lag:
             return (f"regression: seen {seen_at:%Y-%m-%d %H:%M} UTC, after {prior.outcome or 'its fix'} "
-                    f"(more than the {lag.total_seconds() / 3600:g}h deploy lag later)")
-    return ""
+                    f"(more than the {lag.total_seconds() / 3600:g}h deploy lag later)"), ""
+    return "", ""
 
 
-def mark_regression(research: ResearchContext, error: ErrorGroup, seen_at: datetime, lag: timedelta) -> ResearchContext:
-    """The research of `error`, saying so when it is a regression; its prior analysis then reads as regressed, so
-    triage never answers it as known and every prompt says the fix did not hold."""
-    why = regression_of(error, research.prior_analyses, seen_at, lag)
+def mark_regression(research: ResearchContext, error: ErrorGroup, seen_at: datetime, lag: timedelta,
+                    night_end: datetime | None = None) -> ResearchContext:
+    """The research of `error`, saying so when it is a regression (new, or still regressing); its prior analysis then
+    reads as regressed, so triage never answers it as known and every prompt says the fix did not hold."""
+    why, still = regression_of(error, research.prior_analyses, seen_at, lag, night_end)
+    if still:
+        return research.model_copy(update={"still_regressing": still})
     if not why:
         return research
     priors = [p.model_copy(update={"fix_state": "regressed", "trust": TRUST["regressed"], "outcome": why})
               if p.fingerprint == error.fingerprint else p for p in research.prior_analyses]
     return research.model_copy(update={"regression": why, "prior_analyses": priors})
+
+
+def regression_record(fingerprint: str, path: str, why: str, night_end: datetime,
+                      previous: dict[str, object]) -> tuple[dict[str, object], OutcomeChange | None]:
+    """What a night that flagged a regression writes: the document's fields (fix state and trust of a regression, the
+    fix no longer confirmed, when it was flagged) and, unless its document already says regressed (a person reopened
+    the issue, and the sync recorded it), the `regressed` outcome row. A regression is recorded once however it
+    was found; a rerun of the night finds its own record and writes nothing again."""
+    flagged = night_end.astimezone(timezone.utc).isoformat(timespec="seconds")
+    if previous.get("regressed_at") == flagged:
+        return {}, None
+    fields: dict[str, object] = {"fix_state": "regressed", "trust": TRUST["regressed"], "fix_confirmed": False,
+                                 "outcome": why, "regressed_at": flagged}
+    kind = "issue" if isinstance(previous.get("issue_number"), int) else "pr"
+    number = previous.get(f"{kind}_number")
+    if previous.get("fix_state") == "regressed" or not isinstance(number, int):
+        return fields, None
+    return fields, OutcomeChange(fingerprint=fingerprint, path=path, kind=kind, number=number, state="regressed",
+                                 previous=str(previous.get(f"{kind}_state") or "") or None, fix_state="regressed",
+                                 trust=TRUST["regressed"], note=why, at=night_end)

@@ -28,6 +28,7 @@ class ResearchContext(Model):
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     regression: str = ""  # why the error is a regression of an analysis whose fix merged (nightwatch.outcomes)
+    still_regressing: str = ""  # a regression an earlier night flagged: "still regressing since <date>"
 
 
 def _snake(name: str) -> str:

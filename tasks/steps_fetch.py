@@ -120,4 +120,4 @@ def research(ctx: RunContext, error: ErrorGroup, traces: TraceData, knowledge: K
         priors = search_prior_knowledge(error, index, files=files_from_traces(traces))
     found = research_error(error, traces, runtime(ctx).host, priors, prs)
     lag = timedelta(hours=settings_for(ctx).regression_lag_hours)
-    return mark_regression(found, error, error.last_seen or ctx.window.end, lag)
+    return mark_regression(found, error, error.last_seen or ctx.window.end, lag, night_end=ctx.window.end)

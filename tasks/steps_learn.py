@@ -12,6 +12,7 @@ from knowledge_store.documents import update_doc_metadata, write_error_doc, writ
 from knowledge_store.duck import ensure_views
 from knowledge_store.index import KnowledgeIndex, open_index
 from knowledge_store.metrics import MetricsStore, as_date
+from knowledge_store.outcomes import apply_regressions, plan_regressions
 from knowledge_store.schema import SCHEMA_VERSION
 from knowledge_store.trend import TREND_FILE, write_trend
 from nightwatch.ignore import noise_rules
@@ -67,6 +68,11 @@ def write_documents(ctx: RunContext, report: RunReport, index: KnowledgeIndex,
         numbers.append((report.pr.fingerprint, {"pr_number": report.pr.pr_number}))
     for fingerprint, fields in numbers:
         update_doc_metadata(knowledge, fingerprint, path=where.get(fingerprint), **fields)
+    # a regression the night flagged is an outcome of its own, recorded once: the row first, then the document
+    regressions = plan_regressions(knowledge, report.results, where, ctx.window.end)
+    MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, [r.row for r in regressions if r.row],
+                                           source="regressions")
+    apply_regressions(knowledge, regressions)
     synced = index.upsert([p for p in where.values() if p is not None] + damaged)
     repaired += [f.line() for f in quarantine_skipped(home(ctx), synced.skipped)]
     return written, repaired

@@ -290,3 +290,84 @@ def test_a_regression_reopens_its_issue_once_a_night_and_the_reopening_is_no_out
     assert [(f.action, f.reopened) for f in again] == [("unchanged", False)]
     assert github.issues[issue]["state"] == "closed"
     assert sum("Regression" in c["body"] for c in github.comments[issue]) == 1
+
+
+def _record_regression(knowledge: Path, result: ErrorAnalysisResult, night_end: datetime) -> list:
+    """Step 12's part for regressions, as the task runs it: the rows to write, then the documents."""
+    from knowledge_store.outcomes import apply_regressions, plan_regressions
+
+    with open_index(knowledge) as index:
+        where = index.paths_of([result.fingerprint])
+        planned = plan_regressions(knowledge, [result], where, night_end)
+        apply_regressions(knowledge, planned)
+        index.upsert(list(where.values()))
+    return [p.row for p in planned if p.row]
+
+
+def test_a_regression_nightwatch_flags_is_recorded_once_and_later_nights_say_it_is_still_regressing(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue = fixed_and_closed(knowledge, github)
+    night_4 = NIGHT_1 + timedelta(days=3)
+    research = mark_regression(*_prior_research(knowledge, night_4), night_4, LAG, night_end=night_4)
+    assert research.regression.startswith("regression: seen 2026-11-04") and not research.still_regressing
+    flagged = analysed("night-4").model_copy(update={"regression": research.regression})
+
+    rows = _record_regression(knowledge, flagged, night_4)
+    assert [(r.kind, r.number, r.fix_state, r.trust) for r in rows] == [("issue", issue, "regressed", 0.3)]
+    meta, _ = read_doc(next((knowledge / "errors").glob("*.md")))
+    assert (meta["fix_state"], meta["trust"], meta["fix_confirmed"]) == ("regressed", 0.3, False)
+    assert _record_regression(knowledge, flagged, night_4) == []  # a rerun of night 4 records nothing again
+    rerun = mark_regression(*_prior_research(knowledge, night_4), night_4, LAG, night_end=night_4)
+    assert rerun.regression == research.regression  # ... and still announces what night 4 announced
+
+    for later in (night_4 + timedelta(days=1), night_4 + timedelta(days=5)):
+        again = mark_regression(*_prior_research(knowledge, later), later, LAG, night_end=later)
+        assert (again.regression, again.still_regressing) == ("", "still regressing since 2026-11-04")
+        assert known_prior(again.prior_analyses, again.file_digests, again.regression)[0] is None  # never known
+        result = analysed("night-5").model_copy(update={"still_regressing": again.still_regressing})
+        report = RunReport(run_id="night-5", started_at=later, window=Window.ending_at(later, timedelta(days=1)),
+                           results=[result])
+        assert report.regressions == [] and "## Regressions (0 new; 1 still)" in report_markdown(report)
+        assert _record_regression(knowledge, result, later) == []
+
+
+def test_a_regression_a_person_flagged_by_reopening_is_announced_once_and_not_recorded_twice(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, _ = night_one(knowledge, github)
+    github.close_issue(issue, "completed")
+    sync(knowledge, github, NIGHT_1 + timedelta(days=1))
+    github.reopen_issue(issue)
+    sync(knowledge, github, NIGHT_1 + timedelta(days=2))  # the sync's `regressed` row: the person's outcome
+    night_3 = NIGHT_1 + timedelta(days=2)
+    research = mark_regression(*_prior_research(knowledge, night_3), night_3, LAG, night_end=night_3)
+    assert research.regression == f"regression: issue #{issue} reopened{_updated(github, issue)}"
+    flagged = analysed("night-3").model_copy(update={"regression": research.regression})
+    assert _record_regression(knowledge, flagged, night_3) == []  # already recorded by the sync
+    later = night_3 + timedelta(days=1)
+    assert mark_regression(*_prior_research(knowledge, later), later, LAG, night_end=later).still_regressing == (
+        "still regressing since 2026-11-03")
+
+
+def test_a_wont_fix_issue_that_recurs_is_no_regression_and_stays_closed(tmp_path: Path, github: FakeGitHub) -> None:
+    knowledge = tmp_path / "knowledge"
+    issue, _ = night_one(knowledge, github)
+    github.close_issue(issue, "not_planned")
+    assert sync(knowledge, github, NIGHT_1 + timedelta(days=1))[0].startswith(f"issue #{issue} closed as not planned")
+    later = NIGHT_1 + timedelta(days=3)
+    research = mark_regression(*_prior_research(knowledge, later), later, LAG, night_end=later)
+    assert (research.regression, research.still_regressing) == ("", "")
+    result = analysed("night-4").model_copy(update={"prior_analyses": research.prior_analyses})
+    file_issues([result], tracker(github), "night-4", 5, 50, demo=False)
+    assert github.issues[issue]["state"] == "closed"
+    said = github.comments[issue][-1]["body"]
+    assert "closed as won't fix" in said and "Reopen it if the fix did not hold" not in said
+
+
+def _prior_research(knowledge: Path, seen: datetime) -> tuple[ResearchContext, ErrorGroup]:
+    tonight = error(last_seen=seen)
+    with open_index(knowledge) as index:
+        priors = search_prior_knowledge(tonight, index)
+    return ResearchContext(fingerprint=tonight.fingerprint, prior_analyses=priors,
+                           file_digests={"app/models/order.rb": "a" * 64}), tonight

@@ -26,6 +26,7 @@ from nightwatch.render.summary import (
     has_followup,
     money,
     one_line,
+    regression_heading,
     regression_lines,
     root_cause_of,
     route_of,
@@ -123,7 +124,7 @@ def _regressions(report: RunReport) -> list[Block]:
     lines = regression_lines(report)
     if not lines:
         return []
-    return [section(f"*:rotating_light: Regressions ({len(lines)})*\n" + "\n".join(f"• {escape(line)}" for line in lines))]
+    return [section(f"*:rotating_light: {regression_heading(report)}*\n" + "\n".join(f"• {escape(line)}" for line in lines))]
 
 
 def fallback_text(report: RunReport) -> str:

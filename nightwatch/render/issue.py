@@ -232,8 +232,10 @@ def occurrence_comment(result: ErrorAnalysisResult, run_id: str, issue_state: st
         lines.insert(0, f"**Regression:** {_one_line(prose(result.regression, 500))}. NightWatch reopened this issue"
                         " and investigated the error again." if issue_state == "closed" else
                      f"**Regression:** {_one_line(prose(result.regression, 500))}.")
+    elif result.still_regressing:
+        lines.append(f"{_one_line(prose(result.still_regressing, 200)).capitalize()}: the fix that merged has not held.")
     elif issue_state == "closed":
-        lines.append("This issue is closed, but the error happened again. Reopen it if the fix did not hold.")
+        lines.append(_closed_issue_line(result))
     analysis = result.analysis
     if result.failed:
         lines.append(f"**Tonight's analysis failed:** {_one_line(prose(result.failure or '', 500))}. "
@@ -241,6 +243,16 @@ def occurrence_comment(result: ErrorAnalysisResult, run_id: str, issue_state: st
     elif analysis and analysis.root_cause:
         lines.append(f"Latest analysis ({analysis.confidence} confidence): {_one_line(prose(analysis.root_cause, 1_000))}")
     return "\n\n".join(lines) + "\n\n" + hidden(run_marker(run_id)) + "\n"
+
+
+def _closed_issue_line(result: ErrorAnalysisResult) -> str:
+    """What a recurrence means for a closed issue, by how it was closed: a rejected one (won't fix, not planned) is not
+    a regression and stays closed; one closed as fixed may not have held."""
+    states = {p.fix_state for p in result.prior_analyses if p.fingerprint == result.fingerprint}
+    if "rejected" in states:
+        return ("This issue was closed as won't fix, and the error happened again; NightWatch leaves it closed. "
+                "Reopen it if the error should be fixed after all.")
+    return "This issue is closed, but the error happened again. Reopen it if the fix did not hold."
 
 
 def pr_title(result: ErrorAnalysisResult) -> str:

@@ -23,6 +23,7 @@ from nightwatch.render.summary import (
     noise_lines,
     one_line,
     outcome_lines,
+    regression_heading,
     regression_lines,
     root_cause_of,
     route_of,
@@ -90,7 +91,7 @@ def _header(report: RunReport) -> list[str]:
 
 def _regressions(report: RunReport) -> list[str]:
     lines = regression_lines(report)
-    return [f"## Regressions ({len(lines)})", ""] + [f"- **{md(line)}**" for line in lines] if lines else []
+    return [f"## {regression_heading(report)}", ""] + [f"- **{md(line)}**" for line in lines] if lines else []
 
 
 def _outcomes(report: RunReport) -> list[str]:

@@ -106,8 +106,16 @@ def status_line(report: RunReport) -> str:
 
 
 def regression_lines(report: RunReport, limit: int = 300) -> list[str]:
-    """One line per regression (an error back after its fix merged, or whose issue was reopened), first in every report."""
-    return [one_line(f"{r.error.error_class} in {r.error.transaction}: {r.regression}", limit) for r in report.regressions]
+    """One line per regression (an error back after its fix merged, or whose issue was reopened), first in every report;
+    then one per regression an earlier night flagged and that is still seen ("still regressing since <date>")."""
+    return [one_line(f"{r.error.error_class} in {r.error.transaction}: {r.regression}", limit) for r in report.regressions] + [
+        one_line(f"{r.error.error_class} in {r.error.transaction}: {r.still_regressing}", limit) for r in report.still_regressing]
+
+
+def regression_heading(report: RunReport) -> str:
+    """"Regressions (2)", or with the ones still regressing since an earlier night: "Regressions (2 new; 1 still)"."""
+    new, still = len(report.regressions), len(report.still_regressing)
+    return f"Regressions ({new} new; {still} still)" if still else f"Regressions ({new})"
 
 
 def outcome_lines(report: RunReport, limit: int = 300) -> list[str]:
@@ -234,7 +242,7 @@ def _header(report: RunReport, paint: Paint) -> list[str]:
 
 def _regressions(report: RunReport, paint: Paint) -> list[str]:
     lines = regression_lines(report)
-    return [paint(f"REGRESSIONS ({len(lines)})", "red")] + _bullets(lines) if lines else []
+    return [paint(regression_heading(report).upper(), "red")] + _bullets(lines) if lines else []
 
 
 def _outcomes(report: RunReport) -> list[str]:

@@ -68,7 +68,7 @@ def _result(run_id: str, agent: str, error: ErrorGroup, research: ResearchContex
         return deep.model_copy(update={"error": error, "verdict": verdict, "model_calls": calls + deep.model_calls,
                                        "tokens": sum((c.usage for c in calls), deep.tokens),
                                        "cost_usd": round(deep.cost_usd + sum(c.cost_usd for c in calls), 6),
-                                       "regression": research.regression})
+                                       "regression": research.regression, "still_regressing": research.still_regressing})
     analysis, source = None, "cache" if triage.cached else "triage"
     if verdict.route == "known":
         prior = research.prior_analyses[0]
@@ -84,4 +84,4 @@ def _result(run_id: str, agent: str, error: ErrorGroup, research: ResearchContex
                                model=calls[0].model if calls else "", tokens=sum((c.usage for c in calls), TokenUsage()),
                                cost_usd=round(sum(c.cost_usd for c in calls), 6), model_calls=calls,
                                prior_analyses=research.prior_analyses, correlated_prs=research.correlated_prs,
-                               regression=research.regression)
+                               regression=research.regression, still_regressing=research.still_regressing)
