@@ -26,6 +26,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc
+from knowledge_store.duck import views_problem
 from knowledge_store.index import index_path, open_index
 
 QUARANTINE = "quarantine"
@@ -105,23 +106,21 @@ def quarantine_parquet(home: Path, repair: bool = True) -> list[Finding]:
 
 def check_views_file(home: Path, repair: bool = True) -> list[Finding]:
     path = home / "nightwatch.duckdb"
-    if not path.exists():
-        return []
     try:
-        duckdb.connect(str(path), read_only=True).close()
+        problem = views_problem(home)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():  # an analyst has it open: that is not damage
             return []
-        return _drop_views(path, str(exc), repair)
-    except duckdb.Error as exc:
-        return _drop_views(path, str(exc), repair)
-    return []
+        problem = f"does not open ({str(exc)[:160]})"
+    if problem in ("", "missing"):
+        return []
+    return _drop_views(path, problem, repair)
 
 
 def _drop_views(path: Path, problem: str, repair: bool) -> list[Finding]:
     if repair:
         path.unlink(missing_ok=True)
-    return [Finding(path.name, f"does not open ({problem[:160]})", "removed; the views are recreated" if repair else "remove")]
+    return [Finding(path.name, problem, "removed; the views are recreated" if repair else "remove")]
 
 
 def _quarantine(home: Path, path: Path, problem: str, repair: bool) -> Finding:

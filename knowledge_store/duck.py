@@ -28,6 +28,7 @@ from nightwatch.atomic import temp_path_for
 
 DB_FILE = "nightwatch.duckdb"
 VERSION_VIEW = "nightwatch_schema"
+ROOT_VIEW = "nightwatch_metrics_root"  # the folder the views read: a home copied, moved or restored elsewhere rebuilds them
 
 
 class ViewsLockedError(RuntimeError):
@@ -125,6 +126,7 @@ ANALYST_QUERIES: dict[str, str] = {
 def create_views(con: duckdb.DuckDBPyConnection, metrics_root: Path) -> None:
     ensure_schema_files(metrics_root)
     con.execute(f"CREATE OR REPLACE VIEW {VERSION_VIEW} AS SELECT {int(SCHEMA_VERSION)} AS schema_version")
+    con.execute(f"CREATE OR REPLACE VIEW {ROOT_VIEW} AS SELECT {_literal(metrics_root.resolve().as_posix())} AS metrics_root")
     for table in TABLES:
         con.execute(table_view_sql(table, metrics_root))
     for name, sql in CONVENIENCE_VIEWS.items():
@@ -152,22 +154,42 @@ def refresh_views(home: Path, attempts: int = 5, wait_s: float = 0.2) -> Path:
 
 
 def ensure_views(home: Path) -> Path:
-    """The views file, created when missing or written for another schema version; otherwise left alone (the views
-    read the folders at query time, so a new night needs no refresh)."""
+    """The views file, created when missing, written for another schema version or over another home's metrics (a
+    home copied, moved or restored from a backup); otherwise left alone (the views read the folders at query time,
+    so a new night needs no refresh)."""
     path = Path(home) / DB_FILE
     try:
-        con = duckdb.connect(str(path), read_only=True)
-        try:
-            current = con.execute(f"SELECT schema_version FROM {VERSION_VIEW}").fetchone()[0] == SCHEMA_VERSION
-        finally:
-            con.close()
+        problem = views_problem(home)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():  # held by a writer (another night refreshing it): it is being made
             return path
-        current = False
+        problem = str(exc)
+    return refresh_views(home) if problem else path
+
+
+def views_problem(home: Path) -> str:
+    """Why `<home>/nightwatch.duckdb` cannot serve this home as it is ("" when it can): missing, another schema
+    version, or views over another folder's metrics. Raises duckdb.IOException when another process holds it."""
+    path = Path(home) / DB_FILE
+    if not path.exists():
+        return "missing"
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.IOException:
+        raise
+    except duckdb.Error as exc:
+        return f"does not open ({str(exc)[:160]})"
+    try:
+        version = con.execute(f"SELECT schema_version FROM {VERSION_VIEW}").fetchone()[0]
+        root = con.execute(f"SELECT metrics_root FROM {ROOT_VIEW}").fetchone()[0]
     except duckdb.Error:
-        current = False
-    return path if current else refresh_views(home)
+        return "written before the views named their folder"
+    finally:
+        con.close()
+    here = (Path(home) / "metrics").resolve().as_posix()
+    if version != SCHEMA_VERSION:
+        return f"views of schema {version}, not {SCHEMA_VERSION}"
+    return f"views read {root}, not this home's {here} (the home was copied or moved)" if root != here else ""
 
 
 def replace_with_retry(
@@ -189,9 +211,7 @@ def replace_with_retry(
 
 def connect_readonly(home: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the views (created first if they do not exist yet), confined to the metrics folder."""
-    path = Path(home) / DB_FILE
-    if not path.exists():
-        refresh_views(home)
+    path = ensure_views(home)
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:

@@ -224,3 +224,28 @@ def test_every_analyst_query_runs_on_empty_and_populated_stores(nightwatch_home:
 
 def test_convenience_views_exist() -> None:
     assert set(CONVENIENCE_VIEWS) == {"cost_by_day", "iterations_by_error_class", "cache_hit_rate"}
+
+
+def test_a_home_copied_elsewhere_reads_its_own_rows_and_doctor_says_the_views_pointed_elsewhere(tmp_path: Path) -> None:
+    """A NIGHTWATCH_HOME copied, moved or restored from a backup: its views file still names the old home's folders.
+    The views are rebuilt on first use, and `nightwatch doctor --check` says what was wrong before anything does."""
+    import shutil
+
+    from knowledge_store.doctor import check_views_file
+    from knowledge_store.duck import ensure_views, views_problem
+
+    old, new = tmp_path / "old-home", tmp_path / "restored" / "home"
+    populate(old)
+    refresh_views(old)
+    shutil.copytree(old, new)
+    MetricsStore(old).write_model_calls("run-3", STARTED + timedelta(days=2), "c-investigate", make_calls(7, "run-3"))
+    MetricsStore(old).close_night("run-3", STARTED + timedelta(days=2))  # the old home moves on: 17 calls there
+
+    assert "the home was copied or moved" in views_problem(new)
+    assert [f.problem for f in check_views_file(new, repair=False)] == [views_problem(new)]  # --check: said, not done
+    ensure_views(new)
+    with connect_readonly(new) as con:  # its own 10 calls, not the old home's 17
+        assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM model_calls").fetchone() == (10, 2)
+    assert views_problem(new) == "" and check_views_file(new, repair=False) == []
+    with connect_readonly(old) as con:  # the old home is still itself
+        assert con.execute("SELECT count(*) FROM model_calls").fetchone() == (17,)
