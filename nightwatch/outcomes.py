@@ -121,11 +121,20 @@ def changes(filed: list[Filed], observed: dict[tuple[str, int], Observed]) -> li
             verdict = judge(now, previous)
             if verdict and kind == "issue" and not outranks(verdict[0], doc.fix_state):
                 verdict = None  # remembered, but a weaker signal than what the PR said
+            note = verdict[1] + undated(now, verdict[0]) if verdict else ""
             found.append(OutcomeChange(
                 fingerprint=doc.fingerprint, path=doc.path, kind=kind, number=number, state=now.key, previous=previous,
                 fix_state=verdict[0] if verdict else None, trust=TRUST[verdict[0]] if verdict else None,
-                note=verdict[1] if verdict else "", at=now.at, url=now.url))
+                note=note, at=now.at, url=now.url))
     return found
+
+
+def undated(observed: Observed, fix_state: str) -> str:
+    """A warning for a fix with no date (an entry of the offline tracker written by hand without `merged_at` or
+    `closed_at`): with no date, the error seen again can never be told a regression."""
+    if fix_state not in FIXED_STATES or observed.at is not None:
+        return ""
+    return f" (warning: no {'merged_at' if observed.kind == 'pr' else 'closed_at'} given, so the error seen again cannot count as a regression)"
 
 
 def outranks(issue_verdict: str, fix_state: str | None) -> bool:

@@ -371,3 +371,39 @@ def _prior_research(knowledge: Path, seen: datetime) -> tuple[ResearchContext, E
         priors = search_prior_knowledge(tonight, index)
     return ResearchContext(fingerprint=tonight.fingerprint, prior_analyses=priors,
                            file_digests={"app/models/order.rb": "a" * 64}), tonight
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"fingerprint": "f" * 16, "title": "t", "state": "open", "file": "issues/1-x.md"}, "entry 1: field 'number' is missing"),
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "shut", "file": "issues/1-x.md"},
+     "entry 1 (#1): field 'state' is 'shut', expected one of closed, open"),
+    ({"number": "1", "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "x"},
+     "entry 1: field 'number' is str, expected int"),
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "closed", "file": "x", "closed_at": "last tuesday"},
+     "entry 1 (#1): field 'closed_at' is not an ISO 8601 time ('last tuesday')"),
+    ("an issue", "entry 1 is not an object"),
+])
+def test_a_hand_edited_tracker_entry_that_is_wrong_names_the_file_the_entry_and_the_field(tmp_path: Path, entry, said) -> None:
+    from nightwatch.codehosts.base import CodeHostError
+
+    index = tmp_path / "tracker" / "index.json"
+    index.parent.mkdir(parents=True)
+    index.write_text(json.dumps({"issues": [entry]}))
+    with pytest.raises(CodeHostError) as raised:
+        FileIssueTracker(tmp_path / "tracker").observe_outcomes([], None)
+    assert str(raised.value) == f"{index}: {said}"
+
+
+def test_a_fix_marked_merged_by_hand_without_a_date_is_a_warning_not_a_silent_non_event(tmp_path: Path) -> None:
+    from nightwatch.outcomes import Filed, changes
+
+    pulls = tmp_path / "tracker" / "pulls" / "index.json"
+    pulls.parent.mkdir(parents=True)
+    pulls.write_text(json.dumps({"pulls": [{"number": 4, "state": "merged"}]}))
+    observed = FileIssueTracker(tmp_path / "tracker").observe_outcomes([], None)
+    (change,) = changes([Filed(fingerprint="f" * 16, path="errors/x.md", pr_number=4)], observed)
+    assert change.fix_state == "merged" and change.note == (
+        "PR #4 merged (warning: no merged_at given, so the error seen again cannot count as a regression)")
+    pulls.write_text(json.dumps({"pulls": [{"number": 4, "state": "merged", "merged_at": "2026-11-20T10:00:00"}]}))
+    observed = FileIssueTracker(tmp_path / "tracker").observe_outcomes([], None)
+    assert observed[("pr", 4)].at == datetime(2026, 11, 20, 10, tzinfo=timezone.utc)  # no zone: UTC

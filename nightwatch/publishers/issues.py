@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
@@ -196,12 +196,7 @@ class FileIssueTracker:
         return self.root / "index.json"
 
     def _index(self) -> list[dict]:
-        if not self._index_path.exists():
-            return []
-        try:
-            return json.loads(self._index_path.read_text(encoding="utf-8"))["issues"]
-        except (ValueError, KeyError) as exc:
-            raise CodeHostError(f"issue index is damaged: {self._index_path} ({exc}); fix or remove it") from exc
+        return tracker_entries(self._index_path, "issues", ISSUE_FIELDS)
 
     def _save(self, issues: list[dict]) -> None:
         atomic_write_text(self._index_path, json.dumps({"issues": issues}, indent=2) + "\n")
@@ -250,27 +245,75 @@ class FileIssueTracker:
         """The same states from the tracker's files, as a person (or a script) left them: an issue's `state`,
         `state_reason`, `labels` and `closed_at`; a PR's `state` (open, closed, merged, reverted) and `merged_at`."""
         found = {("issue", e["number"]): _file_issue(e) for e in self._index()}
-        pulls = self.root / "pulls" / "index.json"
-        try:
-            entries = json.loads(pulls.read_text(encoding="utf-8"))["pulls"] if pulls.exists() else []
-        except (ValueError, KeyError) as exc:
-            raise CodeHostError(f"pull request index is damaged: {pulls} ({exc}); fix or remove it") from exc
+        entries = tracker_entries(self.root / "pulls" / "index.json", "pulls", PULL_FIELDS)
         found |= {("pr", e["number"]): Observed(kind="pr", number=e["number"], state=e.get("state", "open"),
-                                                at=_moment(e.get("merged_at") or e.get("closed_at"))) for e in entries}
+                                                at=e.get("merged_at") or e.get("closed_at")) for e in entries}
         return found
+
+
+# What an entry of the offline tracker's files must hold (README: "Trying outcomes by hand"): field -> (types, allowed
+# values or None, required). Timestamps are ISO 8601 and parsed here, so a bad one names its entry too.
+ISSUE_FIELDS: dict[str, tuple[tuple[type, ...], frozenset[str] | None, bool]] = {
+    "number": ((int,), None, True), "fingerprint": ((str,), None, True), "title": ((str,), None, True),
+    "state": ((str,), frozenset({"open", "closed"}), True), "file": ((str,), None, True),
+    "labels": ((list,), None, False), "state_reason": ((str, type(None)), None, False),
+    "closed_at": ((str, type(None)), None, False),
+}
+PULL_FIELDS: dict[str, tuple[tuple[type, ...], frozenset[str] | None, bool]] = {
+    "number": ((int,), None, True), "state": ((str,), frozenset({"open", "closed", "merged", "reverted"}), False),
+    "merged_at": ((str, type(None)), None, False), "closed_at": ((str, type(None)), None, False),
+}
+TIMESTAMPS = ("closed_at", "merged_at")
+
+
+def tracker_entries(path: Path, key: str, fields: dict) -> list[dict]:
+    """The entries of one of the offline tracker's index files, each checked; a problem is one CodeHostError naming
+    the file, the entry and the field (a person edits these files by hand)."""
+    if not path.exists():
+        return []
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))[key]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CodeHostError(f"{path}: not a JSON object with a list {key!r} ({exc}); fix or remove it") from exc
+    if not isinstance(entries, list):
+        raise CodeHostError(f"{path}: {key!r} is not a list; fix or remove it")
+    return [_checked(path, i, entry, fields) for i, entry in enumerate(entries, 1)]
+
+
+def _checked(path: Path, i: int, entry: object, fields: dict) -> dict:
+    where = f"{path}: entry {i}"
+    if not isinstance(entry, dict):
+        raise CodeHostError(f"{where} is not an object")
+    where += f" (#{entry['number']})" if isinstance(entry.get("number"), int) else ""
+    for name, (types, allowed, required) in fields.items():
+        if name not in entry:
+            if required:
+                raise CodeHostError(f"{where}: field {name!r} is missing")
+            continue
+        value = entry[name]
+        if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+            raise CodeHostError(f"{where}: field {name!r} is {type(value).__name__}, expected {' or '.join(t.__name__ for t in types)}")
+        if allowed is not None and value not in allowed:
+            raise CodeHostError(f"{where}: field {name!r} is {value!r}, expected one of {', '.join(sorted(allowed))}")
+    out = dict(entry)
+    for name in TIMESTAMPS:
+        if out.get(name):
+            try:
+                out[name] = datetime.fromisoformat(str(out[name]))
+            except ValueError as exc:
+                raise CodeHostError(f"{where}: field {name!r} is not an ISO 8601 time ({out[name]!r})") from exc
+            if out[name].tzinfo is None:
+                out[name] = out[name].replace(tzinfo=timezone.utc)
+    return out
 
 
 def _file_issue(entry: dict) -> Observed:
     labels = sorted({str(label).lower() for label in entry.get("labels", [])} & REJECTING_LABELS)
     if entry.get("state") == "closed":
         reason = labels[0] if labels else str(entry.get("state_reason") or "completed")
-        return Observed(kind="issue", number=entry["number"], state="closed", reason=reason, at=_moment(entry.get("closed_at")))
+        return Observed(kind="issue", number=entry["number"], state="closed", reason=reason, at=entry.get("closed_at"))
     reopened = "reopened" if entry.get("state_reason") == "reopened" else ""
     return Observed(kind="issue", number=entry["number"], state="open", reason=reopened)
-
-
-def _moment(value: object) -> datetime | None:
-    return datetime.fromisoformat(str(value)) if value else None
 
 
 # the step ------------------------------------------------------------------------------------------
