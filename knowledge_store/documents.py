@@ -199,7 +199,8 @@ _ORDER = (
     *("fingerprint", "last_run_id", "runs", "agent", "model", "file_hashes", "fix_confirmed", "route", "source"),
 )
 # What people did with the analysis (knowledge_store/outcomes.py): kept across analyses, absent until known.
-OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state", "regressed_at")
+OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state", "regressed_at", "fix_digest",
+                  "failed_fixes")
 
 
 def _ordered(meta: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from knowledge_store.documents import read_doc, update_doc_metadata
 from knowledge_store.index import KnowledgeIndex, KnowledgeState
 from nightwatch.models import ErrorAnalysisResult
-from nightwatch.outcomes import Observed, OutcomeChange, changes, regression_record
+from nightwatch.outcomes import Observed, OutcomeChange, changes, failed_fix_fields, regression_record
 
 SYNCED_AT = "outcomes_synced_at"
 
@@ -39,7 +39,9 @@ def apply_changes(index: KnowledgeIndex, found: list[OutcomeChange], synced_at: 
     touched: list[Path] = []
     for change in found:
         path = index.root / change.path
-        if update_doc_metadata(index.root, change.fingerprint, path=path if path.is_file() else None, **change.fields()):
+        failed = failed_fix_fields(read_doc(path)[0], change.fix_state, change.note) if path.is_file() else {}
+        if update_doc_metadata(index.root, change.fingerprint, path=path if path.is_file() else None,
+                               **change.fields(), **failed):
             touched.append(path)
     index.upsert(touched)
     index.set_meta(SYNCED_AT, synced_at.isoformat())

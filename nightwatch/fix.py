@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import hashlib
 import os
 
 from pydantic import BaseModel, Field
@@ -49,6 +50,13 @@ class ValidatedFix(BaseModel):
     changes: dict[str, str]  # path -> new full content
     diff: str
     base_digests: dict[str, str | None] = Field(default_factory=dict)  # path -> sha256 validated against (None: new)
+
+
+def fix_digest(changes: list[FileChange]) -> str:
+    """What a fix changes, as one digest: the same edits (whitespace at their ends aside) give the same digest whatever
+    the analysis around them says, so a fix that was merged and failed is recognised when it is proposed again."""
+    edits = sorted((c.path, c.action, (c.before or "").strip(), (c.after or "").strip()) for c in changes)
+    return hashlib.sha256(repr(edits).encode("utf-8")).hexdigest()[:16]
 
 
 def refused_reason(path: str) -> str | None:

@@ -17,7 +17,7 @@ import ast
 import shutil
 import subprocess
 
-from nightwatch.fix import FixRejected, ValidatedFix, confidence_gate, validate_fix
+from nightwatch.fix import FixRejected, ValidatedFix, confidence_gate, fix_digest, validate_fix
 from nightwatch.models import Analysis, FixCheck, FixGate, TraceData
 from nightwatch.symptom_patch import Crash, symptom_only_reason
 
@@ -30,9 +30,16 @@ def crash_site(traces: TraceData | None) -> Crash | None:
     return Crash(frame.file, frame.line) if frame else None
 
 
-def check_fix(analysis: Analysis, host: object, min_confidence: str, crash: Crash | None) -> tuple[FixGate, ValidatedFix | None]:
-    """Every check of the gate, and the validated fix when it applies."""
+def check_fix(analysis: Analysis, host: object, min_confidence: str, crash: Crash | None,
+              failed_fixes: dict[str, str] | None = None) -> tuple[FixGate, ValidatedFix | None]:
+    """Every check of the gate, and the validated fix when it applies. `failed_fixes`: digest -> what happened to a fix
+    of this error that was merged and did not hold (regressed, reverted); the same change is never proposed again."""
     checks = [_confidence(analysis, min_confidence)]
+    if failed_fixes:
+        failed = failed_fixes.get(fix_digest(analysis.file_changes))
+        checks.append(FixCheck(name="not a failed fix", status="failed", detail=f"the same change {failed}") if failed else
+                      FixCheck(name="not a failed fix", status="passed",
+                               detail=f"differs from the {len(failed_fixes)} fix(es) of this error that did not hold"))
     try:
         fix = validate_fix(analysis, host)  # type: ignore[arg-type]
     except FixRejected as exc:

@@ -189,7 +189,7 @@ def regression_record(fingerprint: str, path: str, why: str, night_end: datetime
     if previous.get("regressed_at") == flagged:
         return {}, None
     fields: dict[str, object] = {"fix_state": "regressed", "trust": TRUST["regressed"], "fix_confirmed": False,
-                                 "outcome": why, "regressed_at": flagged}
+                                 "outcome": why, "regressed_at": flagged, **failed_fix_fields(previous, "regressed", why)}
     kind = "issue" if isinstance(previous.get("issue_number"), int) else "pr"
     number = previous.get(f"{kind}_number")
     if previous.get("fix_state") == "regressed" or not isinstance(number, int):
@@ -197,3 +197,19 @@ def regression_record(fingerprint: str, path: str, why: str, night_end: datetime
     return fields, OutcomeChange(fingerprint=fingerprint, path=path, kind=kind, number=number, state="regressed",
                                  previous=str(previous.get(f"{kind}_state") or "") or None, fix_state="regressed",
                                  trust=TRUST["regressed"], note=why, at=night_end)
+
+
+FAILED_FIX_STATES = frozenset({"regressed", "reverted"})
+
+
+def failed_fix_fields(meta: dict[str, object], fix_state: str | None, note: str) -> dict[str, object]:
+    """When a merged fix turns out not to hold (regressed, reverted): the document's `failed_fixes` with its change
+    (`fix_digest`, recorded when its PR opened) added, saying what happened; {} otherwise or when already there."""
+    digest = meta.get("fix_digest")
+    failed = meta.get("failed_fixes") if isinstance(meta.get("failed_fixes"), dict) else {}
+    if fix_state not in FAILED_FIX_STATES or not isinstance(digest, str) or digest in failed:
+        return {}
+    merged = meta.get("fix_merged_at")
+    when = f" on {str(merged)[:10]}" if merged else ""
+    what = "and the error came back" if fix_state == "regressed" else "and then reverted"
+    return {"failed_fixes": {**failed, digest: f"was merged{when} {what} ({note[:200]})"}}

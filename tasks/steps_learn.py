@@ -15,6 +15,7 @@ from knowledge_store.metrics import MetricsStore, as_date
 from knowledge_store.outcomes import apply_regressions, plan_regressions
 from knowledge_store.schema import SCHEMA_VERSION
 from knowledge_store.trend import TREND_FILE, write_trend
+from nightwatch.fix import fix_digest
 from nightwatch.ignore import noise_rules
 from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
 from nightwatch.patterns import detect_patterns as detect_patterns_core
@@ -64,8 +65,10 @@ def write_documents(ctx: RunContext, report: RunReport, index: KnowledgeIndex,
     # an issue this night reopened is remembered as reopened, so the next sync does not take it for someone's outcome
     numbers = [(i.fingerprint, {"issue_number": i.issue_number, **({"issue_state": "open:reopened"} if i.reopened else {})})
                for i in report.issues if i.issue_number is not None]
-    if report.pr and report.pr.pr_number is not None:
-        numbers.append((report.pr.fingerprint, {"pr_number": report.pr.pr_number}))
+    if report.pr and report.pr.pr_number is not None:  # with what it changes, to know that change again if it fails
+        proposed = next((r.analysis for r in report.results if r.fingerprint == report.pr.fingerprint and r.analysis), None)
+        digest = {"fix_digest": fix_digest(proposed.file_changes)} if proposed and proposed.file_changes else {}
+        numbers.append((report.pr.fingerprint, {"pr_number": report.pr.pr_number, **digest}))
     for fingerprint, fields in numbers:
         update_doc_metadata(knowledge, fingerprint, path=where.get(fingerprint), **fields)
     # a regression the night flagged is an outcome of its own, recorded once: the row first, then the document

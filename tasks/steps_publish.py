@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from knowledge_store.documents import read_doc
 from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
 from nightwatch.fix_gate import check_fix, crash_site
 from nightwatch.models import (
@@ -17,6 +19,7 @@ from nightwatch.models import (
     RunTotals,
     TraceData,
 )
+from nightwatch.outcomes import failed_fix_fields
 from nightwatch.publishers.issues import file_issues as file_issues_core
 from nightwatch.publishers.pull_requests import propose_fix as propose_fix_core
 from nightwatch.render.markdown import report_markdown
@@ -99,9 +102,22 @@ def check_fixes(ctx: RunContext, chosen: list[ErrorAnalysisResult], traces: list
         if analysis is None or not (analysis.has_fix and analysis.file_changes):
             out.append(result)
             continue
-        gate, _ = check_fix(analysis, host, minimum, crashes.get(result.fingerprint))
+        gate, _ = check_fix(analysis, host, minimum, crashes.get(result.fingerprint), failed_fixes_of(result))
         out.append(result.model_copy(update={"fix_gate": gate}))
     return out
+
+
+def failed_fixes_of(result: ErrorAnalysisResult) -> dict[str, str]:
+    """The fixes of this error that were merged and did not hold, from its knowledge document (digest -> what happened),
+    the merged fix of a regression this very night included (step 12 records it only after step 10)."""
+    for prior in result.prior_analyses:
+        path = Path(prior.source_file)
+        if prior.fingerprint == result.fingerprint and path.is_file():
+            meta = read_doc(path)[0]
+            tonight = failed_fix_fields(meta, "regressed", result.regression) if result.regression else {}
+            failed = tonight.get("failed_fixes", meta.get("failed_fixes"))
+            return {str(k): str(v) for k, v in failed.items()} if isinstance(failed, dict) else {}
+    return {}
 
 
 @nightwatch_task(name="file_issues", step="9", retries=3, retry_delay_seconds=[5, 30, 120], retry_condition_fn=unless_permanent)

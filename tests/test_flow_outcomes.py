@@ -1,5 +1,6 @@
 """Outcomes through a whole night: the offline tracker says the fix PR of night 1 merged; the error is seen again
-after the deploy lag, so night 2 reports it first as a regression, says so on its issue and records the outcome."""
+after the deploy lag, so night 2 reports it first as a regression, says so on its issue and records the outcome.
+And ten nights of outcomes: every regression announced, commented and counted once, the failed fix never again."""
 
 from __future__ import annotations
 
@@ -46,3 +47,71 @@ def test_a_merged_fix_whose_error_comes_back_is_a_regression_first_in_the_next_r
     finally:
         con.close()
     assert ("pr", "merged", 0.9) in rows and regressions == 1
+
+
+def _edit(path: Path, key: str, number: int, **fields: object) -> None:
+    """What a person does in the offline tracker: one entry's fields changed by hand."""
+    data = json.loads(path.read_text())
+    next(e for e in data[key] if e["number"] == number).update(fields)
+    path.write_text(json.dumps(data))
+
+
+def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no_fix_proposed_twice(nightwatch_home: Path,
+                                                                                                  monkeypatch):
+    """A fix merged whose error comes back (NightWatch flags it), an issue closed as won't fix whose error recurs, an
+    issue closed as fixed and reopened by a person, then the merged fix reverted: ten nights, each regression
+    announced, commented and counted once, the rest said in one line a night."""
+    from knowledge_store.documents import read_doc
+
+    monkeypatch.setenv("NIGHTWATCH_PR_MIN_CONFIDENCE", "medium")
+    tracker = nightwatch_home / "tracker"
+    nights = [run_night(until=UNTIL, max_errors=6, max_issues=3)]
+    fixed = nights[0].pr
+    assert fixed is not None and fixed.action == "created", fixed
+    issues = {i.fingerprint: i.issue_number for i in nights[0].issues if i.action == "created"}
+    wontfix, reopened = [fp for fp in issues if fp != fixed.fingerprint][:2]
+    _edit(tracker / "pulls" / "index.json", "pulls", fixed.pr_number, state="merged",
+          merged_at=(UNTIL - timedelta(days=10)).isoformat())
+    _edit(tracker / "index.json", "issues", issues[wontfix], state="closed", state_reason="not_planned",
+          closed_at=(UNTIL - timedelta(days=1)).isoformat())
+    for night in range(2, 11):
+        if night == 4:  # closed as fixed, the error's occurrences all before the fix: no regression
+            _edit(tracker / "index.json", "issues", issues[reopened], state="closed", state_reason="completed",
+                  closed_at=UNTIL.isoformat())
+        if night == 5:  # ... until a person reopens it
+            _edit(tracker / "index.json", "issues", issues[reopened], state="open", state_reason="reopened")
+        if night == 7:
+            _edit(tracker / "pulls" / "index.json", "pulls", fixed.pr_number, state="reverted")
+        nights.append(run_night(until=UNTIL + timedelta(hours=night - 1), max_errors=6, max_issues=3))
+        assert nights[-1].succeeded, nights[-1].steps
+
+    flagged = {n: sorted(r.fingerprint for r in report.regressions) for n, report in enumerate(nights, 1) if report.regressions}
+    assert flagged == {2: [fixed.fingerprint], 5: [reopened]}
+    still = {n: sorted(r.fingerprint for r in report.still_regressing) for n, report in enumerate(nights, 1)}
+    assert still[3] == [fixed.fingerprint] and still[6] == [fixed.fingerprint, reopened] and still[10] == [reopened]
+    assert all(r.still_regressing.startswith("still regressing since 2026-11-2") for r in nights[5].still_regressing)
+
+    def text(fingerprint: str) -> str:
+        return next((tracker / "issues").glob(f"{issues[fingerprint]}-*.md")).read_text()
+
+    assert text(fixed.fingerprint).count("**Regression:**") == 1 and text(reopened).count("**Regression:**") == 1
+    entries = {e["fingerprint"]: e for e in json.loads((tracker / "index.json").read_text())["issues"]}
+    assert entries[wontfix]["state"] == "closed" and "**Regression:**" not in text(wontfix)
+    assert "closed as won't fix" in text(wontfix) and "Reopen it if the fix did not hold" not in text(wontfix)
+
+    def meta(fingerprint: str) -> dict:
+        return read_doc(next((nightwatch_home / "knowledge" / "errors").glob(f"*_{fingerprint[:8]}.md")))[0]
+
+    assert (meta(fixed.fingerprint)["fix_state"], meta(fixed.fingerprint)["trust"]) == ("reverted", 0.1)
+    assert meta(fixed.fingerprint)["fix_confirmed"] is False and len(meta(fixed.fingerprint)["failed_fixes"]) == 1
+    assert (meta(reopened)["fix_state"], meta(reopened)["trust"], meta(wontfix)["fix_state"]) == ("regressed", 0.3, "rejected")
+
+    pulls = json.loads((tracker / "pulls" / "index.json").read_text())["pulls"]
+    assert [p["fingerprint"] for p in pulls].count(fixed.fingerprint) == 1  # the failed fix is never proposed again
+    con = duckdb.connect(str(nightwatch_home / "nightwatch.duckdb"), read_only=True)
+    try:
+        regressed = con.execute("select fingerprint, count(*) from outcomes where fix_state = 'regressed' group by 1").fetchall()
+        counted = con.execute("select count(distinct (run_id, fingerprint)) from analyses where regression is not null").fetchone()
+    finally:
+        con.close()
+    assert sorted(regressed) == sorted([(fixed.fingerprint, 1), (reopened, 1)]) and counted == (2,)

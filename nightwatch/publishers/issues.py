@@ -247,7 +247,7 @@ class FileIssueTracker:
         found = {("issue", e["number"]): _file_issue(e) for e in self._index()}
         entries = tracker_entries(self.root / "pulls" / "index.json", "pulls", PULL_FIELDS)
         found |= {("pr", e["number"]): Observed(kind="pr", number=e["number"], state=e.get("state", "open"),
-                                                at=e.get("merged_at") or e.get("closed_at")) for e in entries}
+                                                at=moment(e, "merged_at") or moment(e, "closed_at")) for e in entries}
         return found
 
 
@@ -295,23 +295,27 @@ def _checked(path: Path, i: int, entry: object, fields: dict) -> dict:
             raise CodeHostError(f"{where}: field {name!r} is {type(value).__name__}, expected {' or '.join(t.__name__ for t in types)}")
         if allowed is not None and value not in allowed:
             raise CodeHostError(f"{where}: field {name!r} is {value!r}, expected one of {', '.join(sorted(allowed))}")
-    out = dict(entry)
     for name in TIMESTAMPS:
-        if out.get(name):
-            try:
-                out[name] = datetime.fromisoformat(str(out[name]))
-            except ValueError as exc:
-                raise CodeHostError(f"{where}: field {name!r} is not an ISO 8601 time ({out[name]!r})") from exc
-            if out[name].tzinfo is None:
-                out[name] = out[name].replace(tzinfo=timezone.utc)
-    return out
+        try:
+            moment(entry, name)
+        except ValueError as exc:
+            raise CodeHostError(f"{where}: field {name!r} is not an ISO 8601 time ({entry[name]!r})") from exc
+    return entry
+
+
+def moment(entry: dict, name: str) -> datetime | None:
+    """An entry's time field (ISO 8601; UTC when it names no zone), or None when it has none."""
+    if not entry.get(name):
+        return None
+    value = datetime.fromisoformat(str(entry[name]))
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def _file_issue(entry: dict) -> Observed:
     labels = sorted({str(label).lower() for label in entry.get("labels", [])} & REJECTING_LABELS)
     if entry.get("state") == "closed":
         reason = labels[0] if labels else str(entry.get("state_reason") or "completed")
-        return Observed(kind="issue", number=entry["number"], state="closed", reason=reason, at=entry.get("closed_at"))
+        return Observed(kind="issue", number=entry["number"], state="closed", reason=reason, at=moment(entry, "closed_at"))
     reopened = "reopened" if entry.get("state_reason") == "reopened" else ""
     return Observed(kind="issue", number=entry["number"], state="open", reason=reopened)
 
