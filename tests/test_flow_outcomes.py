@@ -57,7 +57,7 @@ def _edit(path: Path, key: str, number: int, **fields: object) -> None:
 
 
 def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no_fix_proposed_twice(nightwatch_home: Path,
-                                                                                                  monkeypatch):
+                                                                                                  monkeypatch, tmp_path):
     """A fix merged whose error comes back (NightWatch flags it), an issue closed as won't fix whose error recurs, an
     issue closed as fixed and reopened by a person, then the merged fix reverted: ten nights, each regression
     announced, commented and counted once, the rest said in one line a night."""
@@ -115,3 +115,22 @@ def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no
     finally:
         con.close()
     assert sorted(regressed) == sorted([(fixed.fingerprint, 1), (reopened, 1)]) and counted == (2,)
+
+    # the home restored from a backup to another path: its eleventh night runs there, on its own rows only
+    import shutil
+
+    from knowledge_store.doctor import check_views_file
+
+    restored = tmp_path / "restored-home"
+    shutil.copytree(nightwatch_home, restored)
+    assert [f.problem for f in check_views_file(restored, repair=False)] == [
+        f"views read {(nightwatch_home / 'metrics').resolve().as_posix()}, not this home's "
+        f"{(restored / 'metrics').resolve().as_posix()} (the home was copied or moved)"]
+    eleventh = run_night(until=UNTIL + timedelta(hours=10), max_errors=6, max_issues=3, overrides={"home": str(restored)})
+    assert eleventh.succeeded, eleventh.steps
+    for home, nights_there in ((restored, 11), (nightwatch_home, 10)):
+        con = duckdb.connect(str(home / "nightwatch.duckdb"), read_only=True)
+        try:
+            assert con.execute("select count(distinct run_id) from runs").fetchone() == (nights_there,)
+        finally:
+            con.close()
