@@ -402,10 +402,19 @@ class MetricsStore:
         return path
 
     def _write_file(self, table: str, target: Path, rows: Iterable[dict[str, Any]]) -> Path:
+        self._mark_if_new()
         arrow = to_table(table, list(rows))
         with atomic_target(target) as tmp:
             pq.write_table(arrow, tmp)
         return target
+
+    def _mark_if_new(self) -> None:
+        """A metrics folder this release starts is of the current schema from its first file: marked so, migrate() has
+        nothing to rewrite (it rewrote a new home's first files every time: each eval case, each restored empty home).
+        A folder with files and no mark is an older release's, left for migrate()."""
+        if layout.written_version(self.root) is None and not any(self.root.rglob("*.parquet")):
+            self.root.mkdir(parents=True, exist_ok=True)
+            layout.mark_version(self.root)
 
     def _drop_other_dates(self, table: str, written: Path) -> None:
         """A rerun whose date moved must not leave the earlier copy of the same run part behind."""
