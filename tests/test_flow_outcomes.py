@@ -108,13 +108,16 @@ def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no
 
     pulls = json.loads((tracker / "pulls" / "index.json").read_text())["pulls"]
     assert [p["fingerprint"] for p in pulls].count(fixed.fingerprint) == 1  # the failed fix is never proposed again
-    con = duckdb.connect(str(nightwatch_home / "nightwatch.duckdb"), read_only=True)
-    try:
+    from knowledge_store.duck import connect_readonly
+    from knowledge_store.summary import summarise
+
+    with connect_readonly(nightwatch_home) as con:  # what `nightwatch metrics` reads and says
         regressed = con.execute("select fingerprint, count(*) from outcomes where fix_state = 'regressed' group by 1").fetchall()
-        counted = con.execute("select count(distinct (run_id, fingerprint)) from analyses where regression is not null").fetchone()
-    finally:
-        con.close()
-    assert sorted(regressed) == sorted([(fixed.fingerprint, 1), (reopened, 1)]) and counted == (2,)
+        summary = summarise(con, 30)
+    assert sorted(regressed) == sorted([(fixed.fingerprint, 1), (reopened, 1)])
+    assert summary.figures["regressions"] == 2  # each regression once, over ten nights
+    acceptance = dict(zip(summary.acceptance.columns, summary.acceptance.rows[0]))
+    assert (acceptance["fixes_judged"], acceptance["merged"], acceptance["acceptance_rate"]) == (1, 0, 0.0)  # merged, then failed
 
     # the home restored from a backup to another path: its eleventh night runs there, on its own rows only
     import shutil
