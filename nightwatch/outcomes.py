@@ -86,8 +86,8 @@ class OutcomeChange(BaseModel):
         if self.fix_state is not None:
             out |= {"fix_state": self.fix_state, "trust": self.trust, "outcome": self.note,
                     "fix_confirmed": self.fix_state == "merged"}
-        if self.fix_state in FIXED_STATES and self.at is not None:
-            out["fix_merged_at"] = self.at.astimezone(timezone.utc).isoformat(timespec="seconds")
+        if self.fix_state in FIXED_STATES:  # undated (a hand-written entry): no older date may stand in for it
+            out["fix_merged_at"] = self.at.astimezone(timezone.utc).isoformat(timespec="seconds") if self.at else ""
         return out
 
 
@@ -121,6 +121,8 @@ def changes(filed: list[Filed], observed: dict[tuple[str, int], Observed]) -> li
             verdict = judge(now, previous)
             if verdict and kind == "issue" and not outranks(verdict[0], doc.fix_state):
                 verdict = None  # remembered, but a weaker signal than what the PR said
+            if verdict and verdict[0] == "regressed" and doc.fix_state == "regressed":
+                verdict = None  # a regression already recorded (NightWatch flagged it): one row per regression
             note = verdict[1] + undated(now, verdict[0]) if verdict else ""
             found.append(OutcomeChange(
                 fingerprint=doc.fingerprint, path=doc.path, kind=kind, number=number, state=now.key, previous=previous,
@@ -207,7 +209,8 @@ def failed_fix_fields(meta: dict[str, object], fix_state: str | None, note: str)
     (`fix_digest`, recorded when its PR opened) added, saying what happened; {} otherwise or when already there."""
     digest = meta.get("fix_digest")
     failed = meta.get("failed_fixes") if isinstance(meta.get("failed_fixes"), dict) else {}
-    if fix_state not in FAILED_FIX_STATES or not isinstance(digest, str) or digest in failed:
+    merged = fix_state == "reverted" or meta.get("pr_state") in ("merged", "reverted")  # its PR merged: not a draft
+    if fix_state not in FAILED_FIX_STATES or not merged or not isinstance(digest, str) or digest in failed:
         return {}
     merged = meta.get("fix_merged_at")
     when = f" on {str(merged)[:10]}" if merged else ""

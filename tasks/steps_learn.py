@@ -62,6 +62,12 @@ def write_documents(ctx: RunContext, report: RunReport, index: KnowledgeIndex,
             path = write_error_doc(result, knowledge, file_hashes=digests.get(result.fingerprint),
                                    existing=where.get(result.fingerprint))
             where[result.fingerprint], written = path or where.get(result.fingerprint), written + 1
+    # a regression the night flagged is an outcome of its own, recorded once (the row first, then the document), and
+    # before tonight's PR number and change replace those of the fix that did not hold
+    regressions = plan_regressions(knowledge, report.results, where, ctx.window.end)
+    MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, [r.row for r in regressions if r.row],
+                                           source="regressions")
+    apply_regressions(knowledge, regressions)
     # an issue this night reopened is remembered as reopened, so the next sync does not take it for someone's outcome
     numbers = [(i.fingerprint, {"issue_number": i.issue_number, **({"issue_state": "open:reopened"} if i.reopened else {})})
                for i in report.issues if i.issue_number is not None]
@@ -71,11 +77,6 @@ def write_documents(ctx: RunContext, report: RunReport, index: KnowledgeIndex,
         numbers.append((report.pr.fingerprint, {"pr_number": report.pr.pr_number, **digest}))
     for fingerprint, fields in numbers:
         update_doc_metadata(knowledge, fingerprint, path=where.get(fingerprint), **fields)
-    # a regression the night flagged is an outcome of its own, recorded once: the row first, then the document
-    regressions = plan_regressions(knowledge, report.results, where, ctx.window.end)
-    MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, [r.row for r in regressions if r.row],
-                                           source="regressions")
-    apply_regressions(knowledge, regressions)
     synced = index.upsert([p for p in where.values() if p is not None] + damaged)
     repaired += [f.line() for f in quarantine_skipped(home(ctx), synced.skipped)]
     return written, repaired

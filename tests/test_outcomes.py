@@ -375,13 +375,20 @@ def _prior_research(knowledge: Path, seen: datetime) -> tuple[ResearchContext, E
 
 @pytest.mark.parametrize(("entry", "said"), [
     ({"fingerprint": "f" * 16, "title": "t", "state": "open", "file": "issues/1-x.md"}, "entry 1: field 'number' is missing"),
-    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "shut", "file": "issues/1-x.md"},
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "shut", "file": "issues/1-x.md", "labels": []},
      "entry 1 (#1): field 'state' is 'shut', expected one of closed, open"),
-    ({"number": "1", "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "x"},
+    ({"number": "1", "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "x", "labels": []},
      "entry 1: field 'number' is str, expected int"),
-    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "closed", "file": "x", "closed_at": "last tuesday"},
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "closed", "file": "x", "labels": [], "closed_at": "last tuesday"},
      "entry 1 (#1): field 'closed_at' is not an ISO 8601 time ('last tuesday')"),
     ("an issue", "entry 1 is not an object"),
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "x"}, "entry 1 (#1): field 'labels' is missing"),
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "x", "labels": [{"name": "wontfix"}]},
+     "entry 1 (#1): field 'labels' must list label names (strings)"),
+    ({"number": True, "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "x", "labels": []},
+     "entry 1: field 'number' is bool, expected int"),
+    ({"number": 1, "fingerprint": "f" * 16, "title": "t", "state": "open", "file": "../../etc/passwd", "labels": []},
+     "entry 1 (#1): field 'file' must be a path inside the tracker's folder, not '../../etc/passwd'"),
 ])
 def test_a_hand_edited_tracker_entry_that_is_wrong_names_the_file_the_entry_and_the_field(tmp_path: Path, entry, said) -> None:
     from nightwatch.codehosts.base import CodeHostError
@@ -395,15 +402,55 @@ def test_a_hand_edited_tracker_entry_that_is_wrong_names_the_file_the_entry_and_
 
 
 def test_a_fix_marked_merged_by_hand_without_a_date_is_a_warning_not_a_silent_non_event(tmp_path: Path) -> None:
+    from nightwatch.codehosts.base import CodeHostError
     from nightwatch.outcomes import Filed, changes
 
     pulls = tmp_path / "tracker" / "pulls" / "index.json"
     pulls.parent.mkdir(parents=True)
-    pulls.write_text(json.dumps({"pulls": [{"number": 4, "state": "merged"}]}))
+    entry = {"number": 4, "fingerprint": "f" * 16, "folder": "pulls/4-ffff", "state": "merged"}
+    pulls.write_text(json.dumps({"pulls": [entry]}))
     observed = FileIssueTracker(tmp_path / "tracker").observe_outcomes([], None)
     (change,) = changes([Filed(fingerprint="f" * 16, path="errors/x.md", pr_number=4)], observed)
     assert change.fix_state == "merged" and change.note == (
         "PR #4 merged (warning: no merged_at given, so the error seen again cannot count as a regression)")
-    pulls.write_text(json.dumps({"pulls": [{"number": 4, "state": "merged", "merged_at": "2026-11-20T10:00:00"}]}))
+    assert change.fields()["fix_merged_at"] == ""  # an older date (an issue closed earlier) never stands in for it
+    pulls.write_text(json.dumps({"pulls": [entry, entry]}))
+    with pytest.raises(CodeHostError, match=r"entry 2 \(#4\): field 'number' repeats entry 1"):
+        FileIssueTracker(tmp_path / "tracker").observe_outcomes([], None)
+    pulls.write_text(json.dumps({"pulls": [entry | {"merged_at": "2026-11-20T10:00:00"}]}))
     observed = FileIssueTracker(tmp_path / "tracker").observe_outcomes([], None)
     assert observed[("pr", 4)].at == datetime(2026, 11, 20, 10, tzinfo=timezone.utc)  # no zone: UTC
+
+
+def test_a_person_reopening_an_issue_whose_regression_nightwatch_recorded_records_nothing_more(
+        tmp_path: Path, github: FakeGitHub) -> None:
+    """NightWatch flagged the regression (one row) but did not reopen the issue (its budget, or an attempt killed after
+    step 9); a person reopens it the next day: the same regression, no second row."""
+    knowledge = tmp_path / "knowledge"
+    issue = fixed_and_closed(knowledge, github)
+    night_4 = NIGHT_1 + timedelta(days=3)
+    research = mark_regression(*_prior_research(knowledge, night_4), night_4, LAG, night_end=night_4)
+    assert len(_record_regression(knowledge, analysed("night-4").model_copy(update={"regression": research.regression}),
+                                  night_4)) == 1
+    github.reopen_issue(issue)
+    assert sync(knowledge, github, night_4 + timedelta(days=1)) == []
+    meta, _ = read_doc(next((knowledge / "errors").glob("*.md")))
+    assert (meta["fix_state"], meta["outcome"]) == ("regressed", research.regression)
+
+
+def test_the_failed_fix_is_remembered_even_when_the_regression_night_opens_a_pr_for_another_fix(tmp_path: Path) -> None:
+    from knowledge_store.outcomes import apply_regressions, plan_regressions
+    from nightwatch.outcomes import failed_fix_fields
+
+    knowledge = tmp_path / "knowledge"
+    path = write_error_doc(analysed(), knowledge)
+    update_doc_metadata(knowledge, analysed().fingerprint, path=path, pr_number=2, pr_state="merged", fix_digest="d1",
+                        fix_state="merged", fix_merged_at="2026-11-01T09:00:00+00:00")
+    flagged = analysed("night-4").model_copy(update={"regression": "regression: seen after PR #2 merged"})
+    planned = plan_regressions(knowledge, [flagged], {flagged.fingerprint: path}, NIGHT_1 + timedelta(days=3))
+    apply_regressions(knowledge, planned)  # step 12 records it before tonight's new PR (#99, digest d2) is written
+    update_doc_metadata(knowledge, flagged.fingerprint, path=path, pr_number=99, fix_digest="d2")
+    meta, _ = read_doc(path)
+    assert list(meta["failed_fixes"]) == ["d1"] and "was merged on 2026-11-01 and the error came back" in meta["failed_fixes"]["d1"]
+    never_merged = {"fix_digest": "d3", "pr_state": "open"}  # a draft nobody merged did not fail: it is not blocked
+    assert failed_fix_fields(never_merged, "regressed", "issue #1 reopened") == {}

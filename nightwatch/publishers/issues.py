@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.github import GitHubRepoAdapter, github_errors
 from nightwatch.models import CreatedIssueResult, ErrorAnalysisResult
 from nightwatch.outcomes import REJECTING_LABELS, Filed, Observed
+from nightwatch.publishers.tracker_files import ISSUE_FIELDS, PULL_FIELDS, moment, tracker_entries
 from nightwatch.render.issue import (
     fingerprint_marker,
     hidden,
@@ -224,6 +225,8 @@ class FileIssueTracker:
         if entry is None:
             raise CodeHostError(f"issue #{number} not found in {self._index_path}")
         path = self.root / entry["file"]
+        if not path.is_file():
+            raise CodeHostError(f"{self._index_path}: issue #{number}'s file {entry['file']} does not exist")
         text = path.read_text(encoding="utf-8")
         if carries(text, marker):
             return False
@@ -249,66 +252,6 @@ class FileIssueTracker:
         found |= {("pr", e["number"]): Observed(kind="pr", number=e["number"], state=e.get("state", "open"),
                                                 at=moment(e, "merged_at") or moment(e, "closed_at")) for e in entries}
         return found
-
-
-# What an entry of the offline tracker's files must hold (README: "Trying outcomes by hand"): field -> (types, allowed
-# values or None, required). Timestamps are ISO 8601 and parsed here, so a bad one names its entry too.
-ISSUE_FIELDS: dict[str, tuple[tuple[type, ...], frozenset[str] | None, bool]] = {
-    "number": ((int,), None, True), "fingerprint": ((str,), None, True), "title": ((str,), None, True),
-    "state": ((str,), frozenset({"open", "closed"}), True), "file": ((str,), None, True),
-    "labels": ((list,), None, False), "state_reason": ((str, type(None)), None, False),
-    "closed_at": ((str, type(None)), None, False),
-}
-PULL_FIELDS: dict[str, tuple[tuple[type, ...], frozenset[str] | None, bool]] = {
-    "number": ((int,), None, True), "state": ((str,), frozenset({"open", "closed", "merged", "reverted"}), False),
-    "merged_at": ((str, type(None)), None, False), "closed_at": ((str, type(None)), None, False),
-}
-TIMESTAMPS = ("closed_at", "merged_at")
-
-
-def tracker_entries(path: Path, key: str, fields: dict) -> list[dict]:
-    """The entries of one of the offline tracker's index files, each checked; a problem is one CodeHostError naming
-    the file, the entry and the field (a person edits these files by hand)."""
-    if not path.exists():
-        return []
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))[key]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CodeHostError(f"{path}: not a JSON object with a list {key!r} ({exc}); fix or remove it") from exc
-    if not isinstance(entries, list):
-        raise CodeHostError(f"{path}: {key!r} is not a list; fix or remove it")
-    return [_checked(path, i, entry, fields) for i, entry in enumerate(entries, 1)]
-
-
-def _checked(path: Path, i: int, entry: object, fields: dict) -> dict:
-    where = f"{path}: entry {i}"
-    if not isinstance(entry, dict):
-        raise CodeHostError(f"{where} is not an object")
-    where += f" (#{entry['number']})" if isinstance(entry.get("number"), int) else ""
-    for name, (types, allowed, required) in fields.items():
-        if name not in entry:
-            if required:
-                raise CodeHostError(f"{where}: field {name!r} is missing")
-            continue
-        value = entry[name]
-        if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
-            raise CodeHostError(f"{where}: field {name!r} is {type(value).__name__}, expected {' or '.join(t.__name__ for t in types)}")
-        if allowed is not None and value not in allowed:
-            raise CodeHostError(f"{where}: field {name!r} is {value!r}, expected one of {', '.join(sorted(allowed))}")
-    for name in TIMESTAMPS:
-        try:
-            moment(entry, name)
-        except ValueError as exc:
-            raise CodeHostError(f"{where}: field {name!r} is not an ISO 8601 time ({entry[name]!r})") from exc
-    return entry
-
-
-def moment(entry: dict, name: str) -> datetime | None:
-    """An entry's time field (ISO 8601; UTC when it names no zone), or None when it has none."""
-    if not entry.get(name):
-        return None
-    value = datetime.fromisoformat(str(entry[name]))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def _file_issue(entry: dict) -> Observed:

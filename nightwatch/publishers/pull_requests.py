@@ -21,6 +21,7 @@ from nightwatch.codehosts.github import GitHubError, GitHubRepoAdapter, github_e
 from nightwatch.fix import ValidatedFix, refused_reason
 from nightwatch.models import CreatedPRResult, ErrorAnalysisResult
 from nightwatch.publishers.issues import carries, with_marker
+from nightwatch.publishers.tracker_files import PULL_FIELDS, tracker_entries
 from nightwatch.render.issue import fingerprint_marker, pr_body, pr_title
 
 MAX_PULLS_SCANNED = 200
@@ -106,13 +107,7 @@ class FilePRPublisher:
         self._index_path = self.root / "pulls" / "index.json"
 
     def _index(self) -> list[dict]:
-        path = self._index_path
-        if not path.exists():
-            return []
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))["pulls"]
-        except (ValueError, KeyError) as exc:
-            raise CodeHostError(f"pull request index is damaged: {path} ({exc}); fix or remove it") from exc
+        return tracker_entries(self._index_path, "pulls", PULL_FIELDS)
 
     def _url(self, entry: dict) -> str:
         return (self.root / entry["folder"] / "PR.md").resolve().as_uri()
