@@ -262,7 +262,7 @@ class MetricsStore:
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 
     def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange],
-                       source: str = "outcomes") -> Path | None:
+                       source: str = "outcomes", observed_at: datetime | None = None) -> Path | None:
         """The outcome changes an attempt of the night applied (a part per attempt and source, the sync's `outcomes`
         or the `regressions` the night flagged: a rerun that finds nothing new writes nothing, and never replaces what
         an earlier attempt found)."""
@@ -273,7 +273,7 @@ class MetricsStore:
             return None
         rows = [{"run_id": run_id, "fingerprint": c.fingerprint, "kind": c.kind, "number": c.number, "state": c.state,
                  "previous_state": c.previous, "fix_state": c.fix_state, "trust": c.trust, "note": c.note,
-                 "changed_at": utc(c.at), "url": c.url} for c in changes]
+                 "changed_at": utc(c.at or observed_at or datetime.now(timezone.utc)), "url": c.url} for c in changes]
         return self._write_run_part("outcomes", run_id, run_date, part, rows)
 
     def _recorded_outcomes(self, run_id: str, run_date: RunDate, part: str) -> set[tuple[Any, ...]]:

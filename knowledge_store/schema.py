@@ -216,7 +216,7 @@ _M008_OUTCOMES = [
            "null when it means nothing yet (still open)."),
     Column("trust", pa.float64(), "The analysis's trust after the change; null when unchanged."),
     Column("note", pa.string(), "The change in one line, as the report and the next prompt show it."),
-    Column("changed_at", UTC_TIMESTAMP, "When the tracker says the state changed (merged_at, closed_at), if it says."),
+    Column("changed_at", UTC_TIMESTAMP, "When the tracker says the state changed (merged_at, closed_at); when it does not say, when NightWatch first saw it."),
     Column("url", pa.string(), "The issue's or PR's web address."),
     _VERSION,
 ]

@@ -250,7 +250,8 @@ class FileIssueTracker:
         found = {("issue", e["number"]): _file_issue(e) for e in self._index()}
         entries = tracker_entries(self.root / "pulls" / "index.json", "pulls", PULL_FIELDS)
         found |= {("pr", e["number"]): Observed(kind="pr", number=e["number"], state=e.get("state", "open"),
-                                                at=moment(e, "merged_at") or moment(e, "closed_at")) for e in entries}
+                                                at=moment(e, "merged_at" if e.get("state") == "merged" else "closed_at"))
+                   for e in entries}
         return found
 
 
