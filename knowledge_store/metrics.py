@@ -187,6 +187,7 @@ class MetricsStore:
     def __init__(self, home: Path) -> None:
         self.home = Path(home)
         self.root = self.home / "metrics"
+        self._versioned = False  # the folder's schema mark was seen or written (checked once, not at every write)
 
     def write_model_calls(self, run_id: str, run_date: RunDate, part: str, calls: list[ModelCall]) -> Path:
         """One file per analysis part (e.g. `<fingerprint>-investigate`), written as soon as it ends."""
@@ -262,7 +263,7 @@ class MetricsStore:
         return {row["fingerprint"] for row in rows if row["failure"] is None}
 
     def write_outcomes(self, run_id: str, run_date: RunDate, attempt: str, changes: list[OutcomeChange],
-                       source: str = "outcomes", observed_at: datetime | None = None) -> Path | None:
+                       source: str = "outcomes") -> Path | None:
         """The outcome changes an attempt of the night applied (a part per attempt and source, the sync's `outcomes`
         or the `regressions` the night flagged: a rerun that finds nothing new writes nothing, and never replaces what
         an earlier attempt found)."""
@@ -273,7 +274,8 @@ class MetricsStore:
             return None
         rows = [{"run_id": run_id, "fingerprint": c.fingerprint, "kind": c.kind, "number": c.number, "state": c.state,
                  "previous_state": c.previous, "fix_state": c.fix_state, "trust": c.trust, "note": c.note,
-                 "changed_at": utc(c.at or observed_at or datetime.now(timezone.utc)), "url": c.url} for c in changes]
+                 "changed_at": utc(c.at or datetime.now(timezone.utc)), "url": c.url}  # undated by the tracker: seen now
+                for c in changes]
         return self._write_run_part("outcomes", run_id, run_date, part, rows)
 
     def _recorded_outcomes(self, run_id: str, run_date: RunDate, part: str) -> set[tuple[Any, ...]]:
@@ -412,9 +414,12 @@ class MetricsStore:
         """A metrics folder this release starts is of the current schema from its first file: marked so, migrate() has
         nothing to rewrite (it rewrote a new home's first files every time: each eval case, each restored empty home).
         A folder with files and no mark is an older release's, left for migrate()."""
+        if self._versioned:
+            return
         if layout.written_version(self.root) is None and not any(self.root.rglob("*.parquet")):
             self.root.mkdir(parents=True, exist_ok=True)
             layout.mark_version(self.root)
+        self._versioned = True
 
     def _drop_other_dates(self, table: str, written: Path) -> None:
         """A rerun whose date moved must not leave the earlier copy of the same run part behind."""
