@@ -19,6 +19,7 @@ Text is always redacted before it is cut: a cut through a secret would leave a t
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
@@ -209,6 +210,7 @@ _VALUE = re.compile(
     r"""\\"(?P<edq>[^"\\\n]*)\\"|\\'(?P<esq>[^'\\\n]*)\\'|"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>(?:[^'\\\n]|\\.)*)'"""
     r"""|`(?P<bq>[^`\n]*)`|(?P<uv>[^\s"'`,;&|)}\]>]+)"""
 )
+_UNQUOTED_REST = re.compile(r"""[^\s"'`,;&|)}>]*""")
 _BLOCK_INDICATOR = re.compile(r"[|>][-+]?[ \t]*(?:\r?\n|$)")
 _XML_SECRET = re.compile(r"<(?P<tag>[A-Za-z_][\w.:\-]*)>(?P<value>[^<\n]{1,500})</(?P=tag)>")
 _FLAG_SECRET = re.compile(r"(?<![\w\-])(?P<flag>--[A-Za-z][\w\-]*)[ \t]+(?P<value>[^\s\-][^\s]*)")
@@ -496,6 +498,9 @@ def _unquoted_value(text: str, m: re.Match[str], v: re.Match[str], env_style: bo
     """(value, start, end, keep) of an unquoted value after a secret-named key; None when it is prose, not a value."""
     key, sep = m.group("key"), m.group("sep")
     value, vstart, vend = v.group("uv"), v.start("uv"), v.end("uv")
+    if value.endswith(REDACTED[:-1]) and text.startswith("]", vend):  # `https://[REDACTED]@host`: one value, not two
+        vend = _UNQUOTED_REST.match(text, vend + 1).end()
+        value = text[vstart:vend]
     code = sep == "==" or (sep == ":" and not _line_start(text, m.start())) or (sep == "=" and bool(m.group("sp1")))
     if sep == ":" and re.fullmatch(r"[A-Za-z][A-Za-z'\-]*", value) and re.match(r" +[A-Za-z]", text[vend:vend + 3]):
         return None  # prose: "token: GNU-style groups", ":param password: Unicode password."
@@ -713,11 +718,28 @@ def _near_secret(m: re.Match[str]) -> str:
     return m.group(0)[: m.start("value") - m.start()] + REDACTED + value[len(core):]
 
 
+_ENTITY_GUID = re.compile(r"\d{1,12}\|[A-Z][A-Z0-9]{1,15}\|[A-Z][A-Z0-9_]{1,40}\|[A-Za-z0-9\-]{1,64}")
+
+
+def _new_relic_entity_guid(run: str) -> bool:
+    """A New Relic entity GUID (`entityGuid`, `entity.guid`): base64 of `<account>|<domain>|<type>|<id>`, an
+    identifier the analysis can cite. Recognised by what it decodes to, never by the key beside it, so a secret
+    written after `entityGuid:` is still redacted."""
+    try:
+        decoded = base64.b64decode(run + "=" * (-len(run) % 4), altchars=b"-_" if "-" in run or "_" in run else None,
+                                   validate=True).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return bool(_ENTITY_GUID.fullmatch(decoded))
+
+
 def _random_run(m: re.Match[str]) -> str:
     """A long run with no key beside it, redacted only when it looks like a generated secret."""
     run = m.group("run")
     before = m.string[max(0, m.start() - 8): m.start()]
     if _HASH_PREFIX.search(before) or _HASH_PREFIX.search(run[:8].split("-")[0] + "-") or _path_like(run) or _wordy(run):
+        return run
+    if _new_relic_entity_guid(run):
         return run
     lower, upper, digit = (bool(re.search(p, run)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
     if not (lower and upper and (digit or (len(run) >= 32 and _transitions(run) >= len(run) * 0.4))):
