@@ -81,7 +81,8 @@ def test_literals_of_other_types() -> None:
 def test_errors_query_is_the_facet_query_over_the_window() -> None:
     assert errors_query("storefront-production", WINDOW, 50) == (
         "SELECT count(*) AS 'occurrences', latest(error.message) AS 'message', earliest(timestamp) AS 'first_seen', "
-        "latest(timestamp) AS 'last_seen', latest(http.statusCode) AS 'http_status' FROM TransactionError "
+        "latest(timestamp) AS 'last_seen', latest(http.statusCode) AS 'http_status', "
+        "latest(response.status) AS 'response_status', latest(httpResponseCode) AS 'http_response_code' FROM TransactionError "
         f"WHERE appName = 'storefront-production' SINCE {START_MS} UNTIL {END_MS} "
         "FACET error.class, transactionName LIMIT 50"
     )

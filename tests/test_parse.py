@@ -277,3 +277,17 @@ def test_a_secret_in_a_stack_trace_is_redacted() -> None:
     trace = "app/x.rb:1:in `call'\npassword=supersecret123 in app/y.rb"
     data = parse_traces("f" * 16, [], [{"timestamp": T0, "stackTrace": trace}])
     assert "supersecret123" not in data.stack_trace
+
+
+def test_a_status_reported_under_any_of_its_names_is_read_in_order_of_preference() -> None:
+    from nightwatch.sources.parse import parse_error_rows
+
+    base = {"facet": ["builtins:KeyError", "WebTransaction/Function/shop.views:order_detail"], "occurrences": 3}
+    rows = [
+        {**base, "http_status": None, "response_status": "500", "http_response_code": None},  # Python agent 8.x-12.x
+        {**base, "facet": ["a:B", "t1"], "http_status": 502, "response_status": "500"},  # today's agents send both
+        {**base, "facet": ["a:B", "t2"], "http_status": None, "response_status": "abc", "http_response_code": "404"},
+        {**base, "facet": ["a:B", "t3"], "http_status": None, "response_status": None},  # a background job
+    ]
+    groups, warnings = parse_error_rows(rows, "shop-production")
+    assert [g.http_status for g in groups] == [500, 502, 404, None] and warnings == []

@@ -68,12 +68,19 @@ def _window_clause(window: Window) -> str:
     return f"SINCE {epoch_ms(window.start)} UNTIL {epoch_ms(window.end)}"
 
 
+# A web request's status under the names agents have reported it by: `http.statusCode` (today's agents),
+# `response.status` (a string, "500": the Python agent 8.x-12.x, and beside http.statusCode since), and
+# `httpResponseCode` (older agents). An attribute an account never received comes back null.
+STATUS_ALIASES = ("http_status", "response_status", "http_response_code")
+
+
 def errors_query(app_name: str, window: Window, limit: int = 200) -> str:
     """Error groups of the window: one facet per (error class, transaction)."""
     return (
         "SELECT count(*) AS 'occurrences', latest(error.message) AS 'message', "
         "earliest(timestamp) AS 'first_seen', latest(timestamp) AS 'last_seen', "
-        "latest(http.statusCode) AS 'http_status' "
+        "latest(http.statusCode) AS 'http_status', latest(response.status) AS 'response_status', "
+        "latest(httpResponseCode) AS 'http_response_code' "
         f"FROM TransactionError WHERE appName = {nrql_literal(app_name)} "
         f"{_window_clause(window)} FACET error.class, transactionName LIMIT {_limit(limit)}"
     )

@@ -17,6 +17,7 @@ from typing import Any
 from nightwatch.models import ErrorGroup, StackFrame, TraceData
 from nightwatch.redact import REDACTED, cap, clean
 from nightwatch.sources.base import SourceError
+from nightwatch.sources.nrql import STATUS_ALIASES
 
 RESULTS_PATH = ("data", "actor", "account", "nrql", "results")
 MESSAGE_LIMIT = 2000
@@ -177,7 +178,7 @@ def _group_from_row(row: Any, app_name: str) -> tuple[ErrorGroup, tuple[str, str
         first_seen=parse_timestamp(row.get("first_seen")),
         last_seen=parse_timestamp(row.get("last_seen")),
         app_name=app_name,
-        http_status=_status(row.get("http_status")),
+        http_status=next((s for s in map(_status, map(row.get, STATUS_ALIASES)) if s is not None), None),
     )
     return group, (raw_class, raw_tx)
 

@@ -36,6 +36,12 @@ class NerdGraphDataset:
     facets: list[dict] = field(default_factory=list)
     transaction_errors: list[dict] = field(default_factory=list)
     error_traces: list[dict] = field(default_factory=list)
+    aggregate: bool = False  # facet queries computed from the TransactionError events, as NRQL does
+
+    @classmethod
+    def from_events(cls, app_name: str, transaction_errors: list[dict], error_traces: list[dict]) -> NerdGraphDataset:
+        """An account holding raw events (as an agent reported them); the errors query aggregates them."""
+        return cls(app_name=app_name, transaction_errors=transaction_errors, error_traces=error_traces, aggregate=True)
 
     @classmethod
     def from_export(cls, export: dict) -> NerdGraphDataset:
@@ -217,6 +223,24 @@ class Query:
     until_ms: int
     facets: list[str]
     limit: int
+    select: list[tuple[str, str, str]] = field(default_factory=list)  # (function, attribute, alias)
+
+
+_SELECT_ITEM = re.compile(r"(?i)^(count|latest|earliest)\(([\w.]+|\*)\) AS '([^']+)'$")
+
+
+def _select_items(tokens: list[tuple[str, Any]]) -> list[tuple[str, str, str]]:
+    """`count(*) AS 'n', latest(attr) AS 'x'`; a bare `*` selects every attribute (no items)."""
+    if [v for _, v in tokens] == ["*"]:
+        return []
+    text = " ".join(f"'{v}'" if kind == "str" else v for kind, v in tokens)
+    items = []
+    for item in re.sub(r"\s*([(),])\s*", r"\1", text).replace(",", ", ").split(", "):
+        match = _SELECT_ITEM.match(re.sub(r"\)AS ", ") AS ", item.strip()))
+        if not match:
+            raise NrqlSyntaxError(f"unsupported SELECT item {item.strip()!r}")
+        items.append((match[1].lower(), match[2], match[3]))
+    return items
 
 
 def parse_nrql(nrql: str) -> Query:
@@ -236,6 +260,7 @@ def parse_nrql(nrql: str) -> Query:
         until_ms=int(tokens[at["UNTIL"] + 1][1]),
         facets=[v for k, v in tokens[at["FACET"] + 1 : facet_end] if k == "word"] if "FACET" in at else [],
         limit=_trailing_limit(tokens, facet_end),
+        select=_select_items(tokens[at["SELECT"] + 1 : at["FROM"]]),
     )
 
 
@@ -329,12 +354,34 @@ class FakeNerdGraph:
         return Reply(200, {"data": {"actor": {"account": {"nrql": {"results": self._answer(query)}}}}})
 
     def _answer(self, query: Query) -> list[dict]:
+        if query.facets and self.dataset.aggregate:
+            return self._aggregate(query)
         if query.facets:
             rows = [r for r in self.dataset.facets if self._facet_matches(r, query)]
             return sorted(rows, key=lambda r: -r.get("occurrences", 0))[: query.limit]
         events = self.dataset.error_traces if query.event_type == "ErrorTrace" else self.dataset.transaction_errors
         rows = [r for r in events if self._event_matches(r, query)]
         return sorted(rows, key=lambda r: -r.get("timestamp", 0))[: query.limit]
+
+    def _aggregate(self, query: Query) -> list[dict]:
+        """FACET over the matching TransactionError events: count(*), latest() and earliest() of an attribute
+        (the newest or oldest event that has it; null when none has)."""
+        groups: dict[tuple, list[dict]] = {}
+        for event in self.dataset.transaction_errors:
+            if self._event_matches(event, query):
+                groups.setdefault(tuple(self._attribute(event, f) for f in query.facets), []).append(event)
+        rows = []
+        for key, events in groups.items():
+            events.sort(key=lambda e: e.get("timestamp", 0))
+            row: dict[str, Any] = {"facet": list(key), **dict(zip(query.facets, key))}
+            for function, attribute, alias in query.select:
+                having = [e for e in events if self._attribute(e, attribute) is not None] if attribute != "*" else events
+                if function == "count":
+                    row[alias] = len(having)
+                else:
+                    row[alias] = self._attribute(having[-1 if function == "latest" else 0], attribute) if having else None
+            rows.append(row)
+        return sorted(rows, key=lambda r: -len(groups[tuple(r["facet"])]))[: query.limit]
 
     def _attribute(self, row: dict, name: str) -> Any:
         return row.get(name, self.dataset.app_name if name == "appName" else None)
