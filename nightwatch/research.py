@@ -50,14 +50,37 @@ def files_from_transaction(transaction: str) -> list[str]:
         path = "/".join(parts[1:-1])
         resource = _singular(path.split("/")[-1])
         return [f"app/controllers/{path}_controller.rb", f"app/models/{resource}.rb", f"app/views/{path}/{parts[-1]}.html.erb"]
-    job = next((p for p in parts if p.endswith(("Job", "Worker", "Task"))), None)
+    if len(parts) >= 3 and parts[:2] in (["OtherTransaction", "Celery"], ["OtherTransaction", "RQ"]):
+        return _python_module_files(parts[2].rpartition(".")[0])  # a task is named `<module>.<function>`
+    named = parts[2:] if parts[:1] == ["OtherTransaction"] else parts  # past the dispatcher (`SidekiqJob`)
+    job = next((p for p in named if p.endswith(("Job", "Worker", "Task"))), None)
     if job:
         stem = _snake(job)
         return [f"app/jobs/{stem}.rb", f"app/workers/{stem}.rb", f"{stem}.py", f"tasks/{stem}.py"]
-    if parts and parts[0] in ("WebTransaction", "Function") and len(parts) >= 2:
-        dotted = parts[-1].split(":")[0]
-        return [dotted.replace(".", "/") + ".py"]
+    if len(parts) >= 2 and parts[0] in ("WebTransaction", "OtherTransaction", "Function") and ":" in parts[-1]:
+        return _python_module_files(parts[-1].split(":")[0])  # `shop.views:InvoiceView.get`: module, then the view
     return []
+
+
+def _python_module_files(dotted: str) -> list[str]:
+    """A Python module's file: `shop.views` -> shop/views.py, or the package shop/views/__init__.py."""
+    if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", dotted):
+        return []
+    path = dotted.replace(".", "/")
+    return [f"{path}.py", f"{path}/__init__.py"]
+
+
+# Errors raised while matching or building a URL: the URL configuration decides their shape, so it is read too.
+_ROUTING_ERROR = re.compile(r"(?:^|[.:])(?:NoReverseMatch|Resolver404|BuildError|NoMatchFound|RoutingError)$")
+
+
+def routing_files(error_class: str, transaction: str) -> list[str]:
+    """The URL configuration beside a Python view whose error is a routing one: `shop.views:report` raising
+    NoReverseMatch -> shop/urls.py (the app's patterns) and urls.py files up the package."""
+    if not _ROUTING_ERROR.search(error_class) or ":" not in transaction:
+        return []
+    package = transaction.rsplit("/", 1)[-1].split(":")[0].split(".")[:-1]
+    return [f"{'/'.join(package[:i] + ['urls.py'])}" for i in range(len(package), -1, -1)]
 
 
 def files_from_traces(traces: TraceData, limit: int = 5) -> list[str]:
@@ -81,7 +104,8 @@ def research_error(
     max_files: int = 5,
 ) -> ResearchContext:
     ctx = ResearchContext(fingerprint=error.fingerprint, prior_analyses=prior)
-    candidates = files_from_traces(traces) + [f for f in files_from_transaction(error.transaction)]
+    candidates = files_from_traces(traces) + files_from_transaction(error.transaction) \
+        + routing_files(error.error_class, error.transaction)
     spent = 0
     for path in dict.fromkeys(candidates):
         digest = host.file_digest(path)

@@ -143,3 +143,25 @@ def test_a_real_defect_that_mentions_locks_or_writes_is_not_noise(message: str) 
 
     error = error_group("django.db.utils:OperationalError", "WebTransaction/Function/shop.views:stock_update", message=message)
     assert [r.name for r in noise_rules(None) if r.matches(error)] == []
+
+
+def test_research_opens_the_view_module_the_task_module_and_for_a_routing_error_the_url_configuration(tmp_path) -> None:
+    """Transaction names of the real captures lead research to the files a reader would open first."""
+    import shutil
+
+    from nightwatch.codehosts.local import LocalRepoHost
+    from nightwatch.research import files_from_transaction, research_error
+    from tests.gitrepo import commit_all
+
+    assert files_from_transaction("WebTransaction/Function/shop.views:ProductViewSet.retrieve")[0] == "shop/views.py"
+    assert files_from_transaction("OtherTransaction/Celery/jobs.send_digest")[0] == "jobs.py"
+    assert files_from_transaction("WebTransaction/Function/blog:reading_time")[0] == "blog.py"
+    assert files_from_transaction("OtherTransaction/SidekiqJob/ImportJob/perform")[0] == "app/jobs/import_job.rb"
+    capture, _, batch, traces = night_of("django")
+    shutil.copytree(APPS / "django_shop", tmp_path / "shop")
+    host = LocalRepoHost(commit_all(tmp_path / "shop"))
+    report = next(g for g in batch.errors if g.error_class.endswith("NoReverseMatch"))
+    research = research_error(report, traces[report.fingerprint], host, [], [])
+    assert "shop/urls.py" in research.likely_files and "shop/views.py" in research.likely_files
+    crash = next(g for g in batch.errors if g.error_class == "builtins:KeyError")
+    assert "shop/urls.py" not in research_error(crash, traces[crash.fingerprint], host, [], []).likely_files
