@@ -44,7 +44,9 @@ def _singular(word: str) -> str:
 
 
 def files_from_transaction(transaction: str) -> list[str]:
-    """`Controller/orders/show` -> orders controller + Order model; `.../SidekiqJob/ImportJob/perform` -> the job."""
+    """`Controller/orders/show` -> orders controller + Order model; `.../SidekiqJob/ImportJob/perform` -> the job;
+    `OtherTransaction/Celery/jobs.send_digest` -> jobs.py; `WebTransaction/Function/shop.views:order_detail` ->
+    shop/views.py."""
     parts = [p for p in transaction.split("/") if p]
     if len(parts) >= 3 and parts[0] == "Controller":
         path = "/".join(parts[1:-1])
@@ -57,9 +59,15 @@ def files_from_transaction(transaction: str) -> list[str]:
     if job:
         stem = _snake(job)
         return [f"app/jobs/{stem}.rb", f"app/workers/{stem}.rb", f"{stem}.py", f"tasks/{stem}.py"]
-    if len(parts) >= 2 and parts[0] in ("WebTransaction", "OtherTransaction", "Function") and ":" in parts[-1]:
-        return _python_module_files(parts[-1].split(":")[0])  # `shop.views:InvoiceView.get`: module, then the view
-    return []
+    return _python_module_files(_python_view_module(parts))
+
+
+def _python_view_module(parts: list[str]) -> str:
+    """`WebTransaction/Function/shop.views:InvoiceView.get` -> `shop.views`: the module before the view; '' for
+    a transaction that does not name a Python callable."""
+    if len(parts) < 2 or parts[0] not in ("WebTransaction", "OtherTransaction", "Function") or ":" not in parts[-1]:
+        return ""
+    return parts[-1].split(":")[0]
 
 
 def _python_module_files(dotted: str) -> list[str]:
@@ -71,16 +79,17 @@ def _python_module_files(dotted: str) -> list[str]:
 
 
 # Errors raised while matching or building a URL: the URL configuration decides their shape, so it is read too.
-_ROUTING_ERROR = re.compile(r"(?:^|[.:])(?:NoReverseMatch|Resolver404|BuildError|NoMatchFound|RoutingError)$")
+_ROUTING_ERROR = re.compile(r"(?:^|[.:])(?:NoReverseMatch|Resolver404|BuildError|NoMatchFound)$")
 
 
 def routing_files(error_class: str, transaction: str) -> list[str]:
     """The URL configuration beside a Python view whose error is a routing one: `shop.views:report` raising
     NoReverseMatch -> shop/urls.py (the app's patterns) and urls.py files up the package."""
-    if not _ROUTING_ERROR.search(error_class) or ":" not in transaction:
+    module = _python_view_module([p for p in transaction.split("/") if p])
+    if not _ROUTING_ERROR.search(error_class) or not module:
         return []
-    package = transaction.rsplit("/", 1)[-1].split(":")[0].split(".")[:-1]
-    return [f"{'/'.join(package[:i] + ['urls.py'])}" for i in range(len(package), -1, -1)]
+    package = module.split(".")[:-1]
+    return ["/".join([*package[:i], "urls.py"]) for i in range(len(package), -1, -1)]
 
 
 def files_from_traces(traces: TraceData, limit: int = 5) -> list[str]:

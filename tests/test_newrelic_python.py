@@ -8,6 +8,8 @@ answers the errors query by aggregating those events, so a status the query does
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -31,11 +33,17 @@ WINDOW = Window(start=NOW - timedelta(days=1), end=NOW)
 CAPTURES = captures()
 
 
-def night_of(name: str):
-    capture = load_capture(name)
+@contextmanager
+def source_of(capture: dict) -> Iterator[tuple[FakeNerdGraph, NerdGraphSource]]:
+    """The real NerdGraph source, reading the captured account through the fake NerdGraph."""
     fake = FakeNerdGraph(dataset(capture, NOW))
     with fake, NerdGraphClient(SecretStr(FAKE_API_KEY), fake.account_id, fake.url) as client:
-        source = NerdGraphSource(client, capture["app_name"])
+        yield fake, NerdGraphSource(client, capture["app_name"])
+
+
+def night_of(name: str):
+    capture = load_capture(name)
+    with source_of(capture) as (fake, source):
         batch = source.fetch_errors(WINDOW)
         traces = {g.fingerprint: source.fetch_traces(g, WINDOW) for g in batch.errors}
     return capture, fake, batch, traces
@@ -103,10 +111,8 @@ def test_python_noise_is_counted_with_its_rule_and_never_investigated() -> None:
     dropped: dict[str, str] = {}
     kept: list[str] = []
     for name in ("django", "fastapi", "flask", "celery"):
-        capture = load_capture(name)
-        fake = FakeNerdGraph(dataset(capture, NOW))
-        with fake, NerdGraphClient(SecretStr(FAKE_API_KEY), fake.account_id, fake.url) as client:
-            selection = select_errors(NerdGraphSource(client, capture["app_name"]), WINDOW, noise_rules(None), 50, NOW)
+        with source_of(load_capture(name)) as (_, source):
+            selection = select_errors(source, WINDOW, noise_rules(None), 50, NOW)
         found = {g.fingerprint: g.error_class for g in selection.found}
         dropped |= {found[fp]: why.split(" ")[0] for fp, why in selection.ignored.items()}
         kept += [g.error_class for g in selection.selected]

@@ -226,20 +226,29 @@ class Query:
     select: list[tuple[str, str, str]] = field(default_factory=list)  # (function, attribute, alias)
 
 
-_SELECT_ITEM = re.compile(r"(?i)^(count|latest|earliest)\(([\w.]+|\*)\) AS '([^']+)'$")
+_AGGREGATES = ("count", "latest", "earliest")
+
+
+def _is_select_item(function, opening, attribute, closing, as_, alias) -> bool:
+    return (function[0] == "word" and function[1].lower() in _AGGREGATES and opening == ("op", "(")
+            and attribute[0] == "word" and closing == ("op", ")") and as_[0] == "word" and as_[1].upper() == "AS"
+            and alias[0] == "str")
 
 
 def _select_items(tokens: list[tuple[str, Any]]) -> list[tuple[str, str, str]]:
     """`count(*) AS 'n', latest(attr) AS 'x'`; a bare `*` selects every attribute (no items)."""
-    if [v for _, v in tokens] == ["*"]:
+    if tokens == [("word", "*")]:
         return []
-    text = " ".join(f"'{v}'" if kind == "str" else v for kind, v in tokens)
-    items = []
-    for item in re.sub(r"\s*([(),])\s*", r"\1", text).replace(",", ", ").split(", "):
-        match = _SELECT_ITEM.match(re.sub(r"\)AS ", ") AS ", item.strip()))
-        if not match:
-            raise NrqlSyntaxError(f"unsupported SELECT item {item.strip()!r}")
-        items.append((match[1].lower(), match[2], match[3]))
+    items, pos = [], 0
+    while pos < len(tokens):
+        item = tokens[pos:pos + 6]  # function ( attribute ) AS 'alias'
+        if len(item) < 6 or not _is_select_item(*item):
+            raise NrqlSyntaxError(f"unsupported SELECT item at {' '.join(str(v) for _, v in item)!r}")
+        items.append((item[0][1].lower(), item[2][1], item[5][1]))
+        pos += 6
+        if pos < len(tokens) and tokens[pos] != ("op", ","):
+            raise NrqlSyntaxError(f"expected a comma after a SELECT item, got {tokens[pos][1]!r}")
+        pos += 1
     return items
 
 
@@ -367,21 +376,22 @@ class FakeNerdGraph:
         """FACET over the matching TransactionError events: count(*), latest() and earliest() of an attribute
         (the newest or oldest event that has it; null when none has)."""
         groups: dict[tuple, list[dict]] = {}
-        for event in self.dataset.transaction_errors:
+        for event in sorted(self.dataset.transaction_errors, key=lambda e: e.get("timestamp", 0)):
             if self._event_matches(event, query):
                 groups.setdefault(tuple(self._attribute(event, f) for f in query.facets), []).append(event)
         rows = []
-        for key, events in groups.items():
-            events.sort(key=lambda e: e.get("timestamp", 0))
+        for key, events in sorted(groups.items(), key=lambda group: -len(group[1]))[: query.limit]:
             row: dict[str, Any] = {"facet": list(key), **dict(zip(query.facets, key))}
             for function, attribute, alias in query.select:
-                having = [e for e in events if self._attribute(e, attribute) is not None] if attribute != "*" else events
+                values = [e for e in events if attribute == "*" or self._attribute(e, attribute) is not None]
                 if function == "count":
-                    row[alias] = len(having)
+                    row[alias] = len(values)
+                elif values:
+                    row[alias] = self._attribute(values[-1] if function == "latest" else values[0], attribute)
                 else:
-                    row[alias] = self._attribute(having[-1 if function == "latest" else 0], attribute) if having else None
+                    row[alias] = None
             rows.append(row)
-        return sorted(rows, key=lambda r: -len(groups[tuple(r["facet"])]))[: query.limit]
+        return rows
 
     def _attribute(self, row: dict, name: str) -> Any:
         return row.get(name, self.dataset.app_name if name == "appName" else None)
