@@ -209,10 +209,10 @@ def failed_fix_fields(meta: dict[str, object], fix_state: str | None, note: str)
     (`fix_digest`, recorded when its PR opened) added, saying what happened; {} otherwise or when already there."""
     digest = meta.get("fix_digest")
     failed = meta.get("failed_fixes") if isinstance(meta.get("failed_fixes"), dict) else {}
-    merged = fix_state == "reverted" or meta.get("pr_state") in ("merged", "reverted")  # its PR merged: not a draft
-    if fix_state not in FAILED_FIX_STATES or not merged or not isinstance(digest, str) or digest in failed:
+    was_merged = fix_state == "reverted" or meta.get("pr_state") in ("merged", "reverted")  # its PR merged: not a draft
+    if fix_state not in FAILED_FIX_STATES or not was_merged or not isinstance(digest, str) or digest in failed:
         return {}
-    merged = meta.get("fix_merged_at")
-    when = f" on {str(merged)[:10]}" if merged else ""
+    merged_at = meta.get("fix_merged_at")
+    when = f" on {str(merged_at)[:10]}" if merged_at else ""
     what = "and the error came back" if fix_state == "regressed" else "and then reverted"
     return {"failed_fixes": {**failed, digest: f"was merged{when} {what} ({note[:200]})"}}
