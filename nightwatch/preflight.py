@@ -41,6 +41,8 @@ def run_checks(settings: Settings, statuses: list[SourceStatus], *, probe_api: b
     prefect_home = os.environ.get("PREFECT_HOME")
     checks.append(_writable("PREFECT_HOME", Path(prefect_home) if prefect_home else settings.resolved_home() / "prefect"))
     checks += [_agent(settings.agent), _ignore_file(settings)]
+    if probe_api and any(s.name == "newrelic" and s.state == "live" for s in statuses):
+        checks += newrelic_checks(settings)
     if probe_api and settings.live_model:
         checks += anthropic_checks(settings)
     return checks
@@ -91,6 +93,28 @@ def _ignore_file(settings: Settings) -> Check:
     except InvalidIgnoreRules as exc:
         return Check("ignore rules", False, str(exc))
     return Check("ignore rules", True, f"{len(rules)} rules in {settings.ignore_file}")
+
+
+def newrelic_checks(settings: Settings) -> list[Check]:
+    """One NRQL query (errors of the last hour, counted): a refused key, an unknown account or an endpoint where
+    nothing answers is caught in seconds; a busy NerdGraph (429, 5xx) is a warning."""
+    from datetime import datetime, timezone
+
+    from nightwatch.sources.base import SourceError
+    from nightwatch.sources.nerdgraph import NerdGraphClient
+    from nightwatch.sources.nrql import probe_query
+
+    assert settings.newrelic_api_key is not None and settings.newrelic_account_id is not None
+    client = NerdGraphClient(settings.newrelic_api_key, settings.newrelic_account_id, settings.nerdgraph_url,
+                             timeout_s=PROBE_TIMEOUT_S, max_retries=1)
+    try:
+        client.nrql(probe_query(settings.newrelic_app_name or "", datetime.now(timezone.utc)), "connection check")
+    except SourceError as exc:
+        hint = "; check NEW_RELIC_REGION or NIGHTWATCH_NEWRELIC_ENDPOINT and the network" if exc.kind == "unreachable" else ""
+        return [Check("newrelic", False, f"{exc}{hint}", fatal=exc.kind != "busy")]
+    finally:
+        client.close()
+    return [Check("newrelic", True, f"key accepted; account {settings.newrelic_account_id} answers ({settings.nerdgraph_url})")]
 
 
 def anthropic_checks(settings: Settings, client: Any = None) -> list[Check]:

@@ -7,10 +7,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from nightwatch.cli import app
-from nightwatch.preflight import anthropic_checks, problems, run_checks
+from nightwatch.preflight import anthropic_checks, newrelic_checks, problems, run_checks
 from nightwatch.runtime import source_statuses
 from nightwatch.settings import Settings
 from tests.fakes.anthropic import FakeAnthropic, overloaded
+from tests.fakes.http import Reply
+from tests.fakes.nerdgraph import FAKE_API_KEY, FakeNerdGraph, NerdGraphDataset, sample_export
 
 runner = CliRunner()
 
@@ -95,3 +97,42 @@ def test_check_reports_each_check_and_exits_2_on_a_problem(monkeypatch):
         offline = runner.invoke(app, ["check", "--offline"])
     assert result.exit_code == 2 and "anthropic" in result.stdout and "error" in result.stdout
     assert offline.exit_code == 0  # nothing was asked of the API
+
+
+def _newrelic(fake: FakeNerdGraph, key: str = FAKE_API_KEY) -> Settings:
+    return Settings(newrelic_api_key=key, newrelic_account_id=fake.account_id, newrelic_app_name="storefront-production",
+                    newrelic_endpoint=fake.url)
+
+
+def test_new_relic_a_refused_key_an_unknown_account_and_a_closed_port_are_errors_a_busy_api_a_warning():
+    with FakeNerdGraph(NerdGraphDataset.from_export(sample_export())) as fake:
+        good = newrelic_checks(_newrelic(fake))
+        refused = newrelic_checks(_newrelic(fake, key="NRAK-WRONGWRONGWRONGWRONG00"))
+        other = Settings(newrelic_api_key=FAKE_API_KEY, newrelic_account_id=999, newrelic_app_name="x",
+                         newrelic_endpoint=fake.url)
+        unknown = newrelic_checks(other)
+        fake.fail_next(Reply(503, {"errors": []}), Reply(503, {"errors": []}))
+        busy = newrelic_checks(_newrelic(fake))
+        asked = list(fake.queries)
+        url = fake.url
+    assert [c.state for c in good] == ["ok"] and "SINCE" in asked[0] and "storefront-production" in asked[0]
+    assert [c.state for c in refused] == ["error"] and "NEW_RELIC_API_KEY" in refused[0].detail
+    assert "WRONGWRONG" not in refused[0].detail
+    assert [c.state for c in unknown] == ["error"] and "999" in unknown[0].detail
+    assert [c.state for c in busy] == ["warning"] and "503" in busy[0].detail
+    gone = newrelic_checks(Settings(newrelic_api_key=FAKE_API_KEY, newrelic_account_id=1, newrelic_app_name="x",
+                                    newrelic_endpoint=url))
+    assert [c.state for c in gone] == ["error"] and url in gone[0].detail and "NIGHTWATCH_NEWRELIC_ENDPOINT" in gone[0].detail
+
+
+def test_run_against_a_closed_nerdgraph_port_exits_2_in_seconds_with_one_line(nightwatch_home, monkeypatch):
+    with FakeNerdGraph(NerdGraphDataset.from_export(sample_export())) as fake:
+        url = fake.url  # a port that was just closed
+    for name, value in {"NEW_RELIC_API_KEY": FAKE_API_KEY, "NEW_RELIC_ACCOUNT_ID": "1234567",
+                        "NEW_RELIC_APP_NAME": "storefront-production", "NIGHTWATCH_NEWRELIC_ENDPOINT": url}.items():
+        monkeypatch.setenv(name, value)
+    result = runner.invoke(app, ["run"])
+    lines = result.stderr.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "could not reach" in lines[0] and url in lines[0]
+    assert FAKE_API_KEY not in result.stderr
+    assert not list(nightwatch_home.glob("prefect/*.db")) and not (nightwatch_home / "reports").exists()  # nothing analysed

@@ -15,7 +15,13 @@ from nightwatch.models import ErrorGroup, TraceData, Window
 
 
 class SourceError(Exception):
-    """A source could not deliver: the message says what failed and what the user can do about it."""
+    """A source could not deliver: the message says what failed and what the user can do about it. `kind` says
+    which way, where it is known: "unreachable" (nothing answered), "rejected" (the key was refused), "busy"
+    (429 or 5xx after every retry)."""
+
+    def __init__(self, message: str, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ErrorBatch(BaseModel):

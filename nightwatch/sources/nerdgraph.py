@@ -69,23 +69,23 @@ class NerdGraphClient:
         return unwrap_results(self._post(payload, what), what)
 
     def _post(self, payload: dict, what: str) -> Any:
-        failure = "no attempt made"
+        failure, kind = "no attempt made", ""
         for attempt in range(self.max_retries + 1):
             delay = self.backoff_s * 2**attempt
             try:
                 response = self._http.post(self.endpoint, json=payload, headers=self._headers())
             except httpx.TimeoutException:
-                failure = f"timed out after {self._http.timeout.read}s"
+                failure, kind = f"timed out after {self._http.timeout.read}s", "unreachable"
             except httpx.TransportError as exc:
-                failure = f"could not reach {self.endpoint} ({type(exc).__name__})"
+                failure, kind = f"could not reach {self.endpoint} ({type(exc).__name__})", "unreachable"
             else:
                 if not _retryable(response.status_code):
                     return self._decode(response, what)
-                failure = f"HTTP {response.status_code}"
+                failure, kind = f"HTTP {response.status_code}", "busy"
                 delay = _retry_after(response) if response.status_code == 429 else delay
             if attempt < self.max_retries:
                 time.sleep(delay)
-        raise SourceError(f"NerdGraph {what} failed after {self.max_retries + 1} attempt(s): {failure}")
+        raise SourceError(f"NerdGraph {what} failed after {self.max_retries + 1} attempt(s): {failure}", kind)
 
     def _headers(self) -> dict[str, str]:
         return {"API-Key": self._api_key.get_secret_value(), "Content-Type": "application/json"}
@@ -96,7 +96,7 @@ class NerdGraphClient:
             raise SourceError(
                 f"NerdGraph rejected the API key (HTTP {status}) for the {what}: use a New Relic User key "
                 f"(NRAK-...) with access to account {self.account_id} "
-                "in NEW_RELIC_API_KEY or NIGHTWATCH_NEWRELIC_API_KEY"
+                "in NEW_RELIC_API_KEY or NIGHTWATCH_NEWRELIC_API_KEY", "rejected"
             )
         if status >= 400:
             raise SourceError(f"NerdGraph refused the {what} with HTTP {status}: {_snippet(response)}")

@@ -86,6 +86,12 @@ def errors_query(app_name: str, window: Window, limit: int = 200) -> str:
     )
 
 
+def probe_query(app_name: str, now: datetime) -> str:
+    """The cheapest query that proves the key, the account and the endpoint: errors of the last hour, counted."""
+    return (f"SELECT count(*) AS 'errors' FROM TransactionError WHERE appName = {nrql_literal(app_name)} "
+            f"SINCE {epoch_ms(now) - 3_600_000} UNTIL {epoch_ms(now)} LIMIT 1")
+
+
 def _error_filter(app_name: str, error: ErrorGroup, transactions: Sequence[str] | None) -> str:
     names = list(dict.fromkeys(transactions or [error.transaction]))
     if len(names) == 1:
