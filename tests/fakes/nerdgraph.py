@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from nightwatch.sources.agent_capture import facet_rows
 from tests.fakes.http import FakeHTTPServer, Reply, Request
 
 FAKE_API_KEY = "NRAK-FAKEKEY0123456789ABCDEFGH"
@@ -373,25 +374,10 @@ class FakeNerdGraph:
         return sorted(rows, key=lambda r: -r.get("timestamp", 0))[: query.limit]
 
     def _aggregate(self, query: Query) -> list[dict]:
-        """FACET over the matching TransactionError events: count(*), latest() and earliest() of an attribute
-        (the newest or oldest event that has it; null when none has)."""
-        groups: dict[tuple, list[dict]] = {}
-        for event in sorted(self.dataset.transaction_errors, key=lambda e: e.get("timestamp", 0)):
-            if self._event_matches(event, query):
-                groups.setdefault(tuple(self._attribute(event, f) for f in query.facets), []).append(event)
-        rows = []
-        for key, events in sorted(groups.items(), key=lambda group: -len(group[1]))[: query.limit]:
-            row: dict[str, Any] = {"facet": list(key), **dict(zip(query.facets, key))}
-            for function, attribute, alias in query.select:
-                values = [e for e in events if attribute == "*" or self._attribute(e, attribute) is not None]
-                if function == "count":
-                    row[alias] = len(values)
-                elif values:
-                    row[alias] = self._attribute(values[-1] if function == "latest" else values[0], attribute)
-                else:
-                    row[alias] = None
-            rows.append(row)
-        return rows
+        """FACET over the matching TransactionError events, as NRQL aggregates them."""
+        events = [{"appName": self.dataset.app_name, **e} for e in self.dataset.transaction_errors
+                  if self._event_matches(e, query)]
+        return facet_rows(events, query.facets, query.select, query.limit)
 
     def _attribute(self, row: dict, name: str) -> Any:
         return row.get(name, self.dataset.app_name if name == "appName" else None)

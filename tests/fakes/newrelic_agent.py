@@ -1,13 +1,9 @@
-"""What New Relic stores from the Python agent's payloads, as the fake NerdGraph serves it.
+"""Captured payloads of the Python agent (`tests/captured/newrelic_python/*.json`) as the fake NerdGraph serves them.
 
-The payloads are captured, not written: `scripts/capture_newrelic_python.py` runs the real `newrelic` agent
-in developer mode against small Django, Flask, FastAPI and Celery applications and keeps what it would have
-sent (`tests/captured/newrelic_python/*.json`). Here they become the events NRQL returns:
-- `error_event_data` is `[run id, sampling info, [[intrinsics, user attributes, agent attributes], ...]]`; each
-  error is one TransactionError event carrying all three sets of attributes, plus the account's `appName`;
-- `error_data` is `[run id, [[time (s), transaction, message, class, params], ...]]`; each error trace keeps the
-  stack trace the agent sent (`params.stack_trace`, a list of lines) under `stackTrace`, beside its attributes.
-Timestamps move as one, so the newest error lands an hour before `now`; nothing else is touched.
+The payloads are captured, not written: `scripts/capture_newrelic_python.py` runs the real `newrelic` agent in
+developer mode against small Django, Flask, FastAPI and Celery applications and keeps what it would have sent.
+`nightwatch.sources.agent_capture` turns them into the events New Relic stores. Timestamps move as one, so the
+newest error lands an hour before `now`; nothing else is touched.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from nightwatch.sources import agent_capture
 from tests.fakes.nerdgraph import NerdGraphDataset
 
 CAPTURED = Path(__file__).resolve().parents[1] / "captured" / "newrelic_python"
@@ -31,23 +28,11 @@ def captures() -> list[str]:
 
 
 def transaction_errors(capture: dict) -> list[dict]:
-    events = []
-    for payload in capture["payloads"]["error_event_data"]:
-        for intrinsics, user, agent in payload[2]:
-            events.append({**agent, **user, **intrinsics, "appName": capture["app_name"]})
-    return events
+    return agent_capture.transaction_errors(capture["payloads"]["error_event_data"], capture["app_name"])
 
 
 def error_traces(capture: dict) -> list[dict]:
-    traces = []
-    for payload in capture["payloads"]["error_data"]:
-        for seconds, transaction, message, error_class, params in payload[1]:
-            traces.append({
-                **params.get("agentAttributes", {}), **params.get("userAttributes", {}), **params.get("intrinsics", {}),
-                "timestamp": int(seconds * 1000), "transactionName": transaction, "error.message": message,
-                "error.class": error_class, "stackTrace": params.get("stack_trace"), "appName": capture["app_name"],
-            })
-    return traces
+    return agent_capture.error_traces(capture["payloads"]["error_data"], capture["app_name"])
 
 
 def dataset(capture: dict, now: datetime) -> NerdGraphDataset:

@@ -1,0 +1,1 @@
+"""bookshop: the small FastAPI service of NightWatch's Python demo."""
