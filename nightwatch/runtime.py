@@ -16,13 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from nightwatch.models import SourceStatus
-from nightwatch.settings import DEMO_DIR, Settings
+from nightwatch.settings import DEMO_DIR, DEMO_DIRS, Settings
 from nightwatch.trace_paths import PathMap
 
 DEMO_EXPORT = DEMO_DIR / "nerdgraph_export.json"
 DEMO_IGNORE = DEMO_DIR / "ignore.yml"
 DEMO_APP = DEMO_DIR / "app"
 DEMO_HISTORY = DEMO_DIR / "history.yml"
+
+
+def demo_file(s: Settings, name: str) -> Path:
+    """A file of the demo the settings choose (NIGHTWATCH_DEMO): nerdgraph_export.json, ignore.yml, app, history.yml."""
+    return DEMO_DIRS[s.demo] / name
 
 
 class ConfigurationError(Exception):
@@ -42,12 +47,12 @@ def source_statuses(s: Settings) -> list[SourceStatus]:
     out = []
     nr = {"API key": s.newrelic_api_key, "account id": s.newrelic_account_id, "app name": s.newrelic_app_name}
     out.append(_status("newrelic", nr, f"NerdGraph {s.nerdgraph_url} ({s.newrelic_region})",
-                       f"errors from {s.errors_file}" if s.errors_file else "demo data: bundled NerdGraph export"))
+                       f"errors from {s.errors_file}" if s.errors_file else f"demo data: bundled NerdGraph export ({s.demo} demo)"))
     out.append(SourceStatus(name="anthropic", state="live" if s.live_model else "offline",
                             detail=f"Claude {s.model} (triage {s.triage_model})" + (f" via {s.anthropic_base_url}" if s.anthropic_base_url else "")
                             if s.live_model else "offline model: deterministic, rule-based, no tokens billed"))
     gh = {"token": s.github_token, "repository": s.github_repo}
-    local = f"local checkout {s.code_path}" if s.code_path else "demo data: bundled demo application"
+    local = f"local checkout {s.code_path}" if s.code_path else f"demo data: bundled {s.demo} demo application"
     out.append(_status("github", gh, f"{s.github_repo} on {s.github_base_url}", f"{local}; issues and PRs written as files"))
     out.append(_status("slack", {"bot token": s.slack_bot_token, "channel": s.slack_channel},
                        f"channel {s.slack_channel} via {s.slack_base_url}", "report written as Block Kit JSON + Markdown files"))
@@ -146,7 +151,7 @@ def _error_source(s: Settings, state: str, anchor: datetime) -> Any:
 
     if s.errors_file:
         return ExportFileSource(Path(s.errors_file))
-    return ExportFileSource(DEMO_EXPORT, rebase_to=anchor, demo=True)
+    return ExportFileSource(demo_file(s, "nerdgraph_export.json"), rebase_to=anchor, demo=True)
 
 
 def _code_host(s: Settings, state: str, home: Path, anchor: datetime) -> Any:
@@ -162,7 +167,8 @@ def _code_host(s: Settings, state: str, home: Path, anchor: datetime) -> Any:
     from nightwatch.codehosts.demo_repo import materialize_demo_repo
 
     with _DEMO_LOCK:
-        repo = materialize_demo_repo(DEMO_APP, DEMO_HISTORY, home / "demo-repo", anchor)
+        repo = materialize_demo_repo(demo_file(s, "app"), demo_file(s, "history.yml"),
+                                     home / ("demo-repo" if s.demo == "rails" else f"demo-repo-{s.demo}"), anchor)
     return LocalRepoHost(repo)
 
 

@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEMO_DIR = PACKAGE_DIR / "demo"
+DEMO_DIRS = {"rails": DEMO_DIR, "python": PACKAGE_DIR / "demo_python"}
 
 NERDGRAPH_ENDPOINTS = {
     "US": "https://api.newrelic.com/graphql",
@@ -66,6 +67,9 @@ class Settings(BaseSettings):
 
     # Errors from a NerdGraph export file instead of the API (the demo default when no key is set).
     errors_file: Path | None = None
+    demo: Literal["rails", "python"] = Field(
+        default="rails", description="The bundled demo an offline night reads: the Rails storefront (nightwatch/demo) or "
+                                     "the Python bookshop, a FastAPI service (nightwatch/demo_python).")
     ignore_file: Path | None = None
     noise_defaults: bool = Field(default=True, description="Apply NightWatch's shipped noise rules (nightwatch/noise.yml) "
                                                             "after the ignore file, to every source.")

@@ -15,7 +15,7 @@ from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
 from nightwatch.outcomes import mark_regression
 from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, files_from_traces, pr_lookback, research_error
-from nightwatch.runtime import DEMO_IGNORE, ConfigurationError
+from nightwatch.runtime import ConfigurationError, demo_file
 from nightwatch.selection import Selection, select_errors
 from nightwatch.trace_paths import locate_frames
 from tasks._prefect import key, nightwatch_task
@@ -74,7 +74,9 @@ def ignore_file_of(ctx: RunContext) -> str | None:
     settings = settings_for(ctx)
     if settings.ignore_file:
         return str(settings.ignore_file)
-    return str(DEMO_IGNORE) if runtime(ctx).state("newrelic") == "offline" and not settings.errors_file else None
+    demo_rules = demo_file(settings, "ignore.yml")  # the Python demo has none of its own
+    offline_demo = runtime(ctx).state("newrelic") == "offline" and not settings.errors_file
+    return str(demo_rules) if offline_demo and demo_rules.is_file() else None
 
 
 @nightwatch_task(

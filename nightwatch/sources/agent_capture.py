@@ -48,3 +48,29 @@ def facet_rows(events: list[dict], facets: Sequence[str], select: Sequence[tuple
                 row[alias] = None
         rows.append(row)
     return rows
+
+
+def export_of(payloads: dict[str, list], app_name: str, account_id: int) -> dict:
+    """A NerdGraph export file (`nightwatch.sources.export_file`) of captured payloads: the errors query's facet rows,
+    and per facet its newest TransactionError rows and error traces, as the live queries would ask for them."""
+    from datetime import datetime, timezone
+
+    from nightwatch.sources.export_file import ERROR_TRACES_LIMIT, EXPORT_FORMAT, TRANSACTION_ERRORS_LIMIT
+    from nightwatch.sources.nrql import ERRORS_FACETS, ERRORS_SELECT, MAX_LIMIT
+
+    events = transaction_errors(payloads.get("error_event_data", []), app_name)
+    traces = error_traces(payloads.get("error_data", []), app_name)
+    facets = facet_rows(events, ERRORS_FACETS, ERRORS_SELECT, MAX_LIMIT)
+    newest = max((e["timestamp"] for e in events), default=0)
+
+    def of(rows: list[dict], key: tuple, limit: int) -> dict:
+        chosen = sorted((r for r in rows if (r.get("error.class"), r.get("transactionName")) == key),
+                        key=lambda r: -r.get("timestamp", 0))[:limit]
+        return {"data": {"actor": {"account": {"nrql": {"results": chosen}}}}}
+
+    details = [{"error_class": row["facet"][0], "transaction": row["facet"][1],
+                "transaction_errors": of(events, tuple(row["facet"]), TRANSACTION_ERRORS_LIMIT),
+                "error_traces": of(traces, tuple(row["facet"]), ERROR_TRACES_LIMIT)} for row in facets]
+    return {"format": EXPORT_FORMAT, "account_id": account_id, "app_name": app_name,
+            "exported_at": datetime.fromtimestamp(newest / 1000 + 60, tz=timezone.utc).isoformat(timespec="seconds"),
+            "errors": {"data": {"actor": {"account": {"nrql": {"results": facets}}}}}, "details": details}

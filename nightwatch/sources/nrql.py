@@ -71,18 +71,24 @@ def _window_clause(window: Window) -> str:
 # A web request's status under the names agents have reported it by: `http.statusCode` (today's agents),
 # `response.status` (a string, "500": the Python agent 8.x-12.x, and beside http.statusCode since), and
 # `httpResponseCode` (older agents). An attribute an account never received comes back null.
-STATUS_ALIASES = ("http_status", "response_status", "http_response_code")
+STATUS_ALIASES = ("http_status", "response_status", "http_response_code")  # in ERRORS_SELECT below
+
+
+# What the errors query asks of each (error class, transaction) facet: (function, attribute, alias).
+ERRORS_SELECT = (
+    ("count", "*", "occurrences"), ("latest", "error.message", "message"), ("earliest", "timestamp", "first_seen"),
+    ("latest", "timestamp", "last_seen"), ("latest", "http.statusCode", "http_status"),
+    ("latest", "response.status", "response_status"), ("latest", "httpResponseCode", "http_response_code"),
+)
+ERRORS_FACETS = ("error.class", "transactionName")
 
 
 def errors_query(app_name: str, window: Window, limit: int = 200) -> str:
     """Error groups of the window: one facet per (error class, transaction)."""
+    select = ", ".join(f"{function}({attribute}) AS '{alias}'" for function, attribute, alias in ERRORS_SELECT)
     return (
-        "SELECT count(*) AS 'occurrences', latest(error.message) AS 'message', "
-        "earliest(timestamp) AS 'first_seen', latest(timestamp) AS 'last_seen', "
-        "latest(http.statusCode) AS 'http_status', latest(response.status) AS 'response_status', "
-        "latest(httpResponseCode) AS 'http_response_code' "
-        f"FROM TransactionError WHERE appName = {nrql_literal(app_name)} "
-        f"{_window_clause(window)} FACET error.class, transactionName LIMIT {_limit(limit)}"
+        f"SELECT {select} FROM TransactionError WHERE appName = {nrql_literal(app_name)} "
+        f"{_window_clause(window)} FACET {', '.join(ERRORS_FACETS)} LIMIT {_limit(limit)}"
     )
 
 

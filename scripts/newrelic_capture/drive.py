@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import sqlite3
 import sys
@@ -80,15 +81,17 @@ def drive_flask(work: Path) -> None:
         print(path, wsgi_call(app, "GET", path, "blog.example.com"))
 
 
-async def asgi_call(app, method: str, path: str, disconnect: bool = False) -> str:
+async def asgi_call(app, method: str, path: str, disconnect: bool = False, body: bytes | None = None) -> str:
     path_only, _, query = path.partition("?")
+    length = str(len(body) if body is not None else 4096).encode()
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "https",
              "path": path_only, "raw_path": path_only.encode(), "query_string": query.encode(), "root_path": "",
-             "headers": [(b"host", b"events.example.com"), (b"content-length", b"4096"), (b"user-agent", b"capture")],
+             "headers": [(b"host", b"events.example.com"), (b"content-length", length), (b"user-agent", b"capture"),
+                         (b"content-type", b"application/json")],
              "client": ("203.0.113.7", 51000), "server": ("10.0.0.5", 8000)}
     sent: list[dict] = []
     chunks = [{"type": "http.request", "body": b"x" * 1024, "more_body": True}, {"type": "http.disconnect"}] if disconnect \
-        else [{"type": "http.request", "body": b"", "more_body": False}]
+        else [{"type": "http.request", "body": body or b"", "more_body": False}]
 
     async def receive() -> dict:
         return chunks.pop(0) if chunks else {"type": "http.disconnect"}
@@ -125,7 +128,56 @@ def drive_celery(work: Path) -> None:
         print("task raised", type(exc).__name__)
 
 
-DRIVERS = {"django": drive_django, "flask": drive_flask, "fastapi": drive_fastapi, "celery": drive_celery}
+def harvest_cycle() -> None:
+    """One of the agent's own harvest cycles, as the passing of a minute would run it. The agent keeps a few error
+    traces per cycle (the rest of the cycle's errors are events only), so a night's errors spread over many cycles
+    each keep traces; driven in one burst, only the first groups would."""
+    from newrelic.core.agent import agent_instance
+
+    agent = agent_instance()
+    agent._harvest_flexible()
+    agent._harvest_default()
+
+
+def drive_bookshop(work: Path) -> None:
+    """NightWatch's Python demo (nightwatch/demo_python/app), deployed at `work/srv/bookshop`: a night of traffic
+    with every planted bug hit a different number of times, healthy requests, and noise."""
+    root = work / "srv" / "bookshop"
+    sys.path.insert(0, str(root))
+    os.environ["BOOKSHOP_DB"] = str(root / "bookshop.sqlite3")
+    Path(os.environ["BOOKSHOP_DB"]).unlink(missing_ok=True)
+    from bookshop import storage
+    from bookshop.app import app
+
+    storage.initialise()
+    zero = {"lines": [{"isbn": "9780553418026", "unit_price": 12.0, "quantity": 0}]}
+    waiting = {"lines": [{"isbn": "9780553418026", "unit_price": 12.0, "quantity": 1}], "backordered": ["9780553418026"]}
+    sales = b"isbn,week,quantity\n9780553418026,2026-W47,3\n9780141439518,2026-W47,1\n"
+    traffic = [("GET", "/books/9780553418026/price?currency=GBP", None, 14), ("GET", "/books/new", None, 9),
+               ("GET", "/books/new?since=2014-01-01", None, 6), ("GET", "/authors/terry-pratchett/debut", None, 3),
+               ("POST", "/orders/total", json.dumps(zero).encode(), 5), ("POST", "/orders/shipping", json.dumps(waiting).encode(), 4),
+               ("POST", "/coupons/check", b"{}", 11), ("POST", "/reports/weekly", sales, 2),
+               ("GET", "/books/9780553418026/price?currency=USD", None, 30), ("POST", "/coupons/check", b'{"code": "bookworm"}', 12),
+               ("GET", "/wp-login.php", None, 20)]
+
+    async def run() -> None:
+        for method, path, body, times in traffic:
+            answers = {await asgi_call(app, method, path, body=body) for _ in range(times)}
+            print(method, path, times, sorted(answers))
+            harvest_cycle()
+        for _ in range(7):
+            await asgi_call(app, "POST", "/covers/9780553418026", disconnect=True)
+        print("POST /covers (client gone) 7")
+
+    asyncio.run(run())
+    locker = sqlite3.connect(os.environ["BOOKSHOP_DB"])
+    locker.execute("BEGIN EXCLUSIVE")
+    print("POST /stock (locked) 3", {asyncio.run(asgi_call(app, "POST", "/stock/9780553418026/reserve")) for _ in range(3)})
+    locker.rollback()
+
+
+DRIVERS = {"django": drive_django, "flask": drive_flask, "fastapi": drive_fastapi, "celery": drive_celery,
+           "bookshop": drive_bookshop}
 
 if __name__ == "__main__":
     framework, work = sys.argv[1], Path(sys.argv[2])
