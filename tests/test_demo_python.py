@@ -68,7 +68,11 @@ def test_a_night_on_the_python_demo_localises_every_planted_bug(monkeypatch) -> 
     report = RunReport.model_validate_json(result.stdout)
     assert report.demo_data and report.errors_selected == len(KEY["defects"]) and len(report.noise) == len(KEY["noise"])
     found = {(r.error.error_class, r.error.transaction): r.analysis for r in report.results}
+    origins_named = 0
     for defect in KEY["defects"]:
         analysis = found[(defect["error_class"], defect["transaction"])]
         crash = analysis.crash_site
         assert crash and (crash.file, crash.line) == (defect["crash"]["file"], defect["crash"]["line"]), defect["error_class"]
+        if defect["origin"] != defect["crash"] and analysis.origin:
+            origins_named += (analysis.origin.file, analysis.origin.line) == (defect["origin"]["file"], defect["origin"]["line"])
+    assert origins_named >= 3  # of the five that start away from the crash line (the model's rules: nightwatch/offline)

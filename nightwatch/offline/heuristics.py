@@ -156,8 +156,9 @@ def _nil_call(e: Evidence) -> tuple[str, list[str], FileChange | None] | None:
         return None
     called = nil_call.group(1) or nil_call.group(2)
     receiver = re.search(rf"([A-Za-z_@][\w@.]*?)\.{re.escape(called)}(?![\w?!])", e.code_line.strip())
-    cause = (f"`{receiver.group(1)}` is nil at {e.where}, and `{called}` is called on it without a guard."
-             if receiver else f"A nil value reaches {e.where}, where `{called}` is called on it.")
+    nil = "None" if e.path.endswith(".py") or nil_call.group(2) else "nil"  # each language's word for it
+    cause = (f"`{receiver.group(1)}` is {nil} at {e.where}, and `{called}` is called on it without a guard."
+             if receiver else f"A {nil} value reaches {e.where}, where `{called}` is called on it.")
     change = None
     if receiver and e.path.endswith(".rb"):
         fixed = e.code_line.replace(f"{receiver.group(1)}.{called}", f"{receiver.group(1)}&.{called}", 1)

@@ -241,9 +241,11 @@ class OfflineAnalyst:
         query = assignment_query(nil_receiver(conv.message, source.get(crash[1], "")))
         hits = conv.result("search_code", query=query) if query else None
         caller = conv.caller_frame()
+        callers = tuple(Site(f, conv.source_of(f[0])) for f in conv.app_frames()[1:])
         return find_origin(error_class=conv.field("Error class"), message=conv.message, transaction=conv.field("Transaction"),
                            crash=Site(crash, source), caller=Site(caller, conv.source_of(caller[0])) if caller else None,
-                           assignment_hits=hits[0] if hits and not hits[1] else "", raised_in_library=conv.raised_in_library())
+                           assignment_hits=hits[0] if hits and not hits[1] else "", raised_in_library=conv.raised_in_library(),
+                           callers=callers)
 
     def _analysis(self, conv: _Conversation) -> dict[str, Any]:
         frame = conv.defect_frame()

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from nightwatch.agent.search_view import parse_hits
+from nightwatch.offline.python_origins import PyFrame, python_origin
 
 NIL_CALL = re.compile(r"undefined method [`'‘]([^'’`]+)['’`] for (?:nil|an instance of NilClass)|'NoneType' object has no attribute '([^']+)'")
 _RECEIVER = r"[@$]{0,2}[A-Za-z_]\w*(?:\.[A-Za-z_]\w*[?!]?)*"
@@ -57,9 +58,13 @@ class Site:
 
 
 def find_origin(*, error_class: str = "", message: str, transaction: str, crash: Site, caller: Site | None = None,
-                assignment_hits: str = "", raised_in_library: bool = False) -> Origin | None:
-    """Where the defect is, when the rules can tell it from the crash site; None means the crash site itself."""
+                assignment_hits: str = "", raised_in_library: bool = False, callers: tuple[Site, ...] = ()) -> Origin | None:
+    """Where the defect is, when the rules can tell it from the crash site; None means the crash site itself.
+    `callers`: the in-app frames above the crash site, nearest first (Python's rules follow a value up them)."""
     (path, line, method), source = crash.frame, crash.source
+    found = python_origin(error_class, message, [PyFrame(s.frame[0], s.frame[1], s.source) for s in (crash, *callers)])
+    if found:
+        return Origin(found.file, found.line, found.note)
     code = source.get(line, "")
     callback = _callback_declaration(source, method, path)
     if callback:

@@ -1,0 +1,63 @@
+"""The offline model's Python origin rules, on the code of applications run under the real agent (the capture apps
+and the Python demo), with the frames the agent reported for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nightwatch.offline.python_origins import PyFrame, python_origin
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "nightwatch" / "demo_python" / "app"
+CAPTURED = ROOT / "scripts" / "newrelic_capture" / "apps"
+
+
+def frame(root: Path, path: str, line: int) -> PyFrame:
+    lines = (root / path).read_text(encoding="utf-8").splitlines()
+    return PyFrame(path, line, {n: t for n, t in enumerate(lines, 1)})
+
+
+def line_of(root: Path, path: str, text: str) -> int:
+    return next(n for n, t in enumerate((root / path).read_text(encoding="utf-8").splitlines(), 1) if text in t)
+
+
+def test_a_none_passed_straight_on_is_followed_up_to_the_call_that_produced_it() -> None:
+    frames = [frame(DEMO, "bookshop/pricing.py", line_of(DEMO, "bookshop/pricing.py", "code.strip()")),
+              frame(DEMO, "bookshop/pricing.py", line_of(DEMO, "bookshop/pricing.py", "normalise_coupon(code)")),
+              frame(DEMO, "bookshop/app.py", line_of(DEMO, "bookshop/app.py", 'payload.get("code")'))]
+    found = python_origin("builtins:AttributeError", "'NoneType' object has no attribute 'strip'", frames)
+    assert found and (found.file, found.line) == ("bookshop/app.py", frames[2].line)
+    assert 'payload.get("code")' in found.note and "`discount`" in found.note
+
+
+def test_a_none_passed_by_keyword_and_one_that_is_a_local_value() -> None:
+    callee = PyFrame("a.py", 2, {1: "def shout(word: str | None, times=1):", 2: "    return word.upper() * times"})
+    caller = PyFrame("b.py", 2, {1: "def view(request):", 2: "    return shout(times=2, word=request.GET.get('w'))"})
+    found = python_origin("builtins:AttributeError", "'NoneType' object has no attribute 'upper'", [callee, caller])
+    assert found and (found.file, found.line) == ("b.py", 2) and "request.GET.get('w')" in found.note
+    # Django's InvoiceView: the None is an attribute of a local value, not a parameter: not these rules' to follow
+    view = line_of(CAPTURED, "django_shop/shop/views.py", "invoice.customer.upper()")
+    local = python_origin("builtins:AttributeError", "'NoneType' object has no attribute 'upper'",
+                          [frame(CAPTURED, "django_shop/shop/views.py", view)])
+    assert local is None
+
+
+def test_a_quoted_bad_value_leads_to_the_literal_that_wrote_it_and_a_value_from_the_request_leads_nowhere() -> None:
+    crash = frame(DEMO, "bookshop/app.py", line_of(DEMO, "bookshop/app.py", "date.fromisoformat(since)"))
+    found = python_origin("builtins:ValueError", "Invalid isoformat string: 'last-month'", [crash])
+    assert found and found.line == line_of(DEMO, "bookshop/app.py", 'since: str = "last-month"')
+    parsed = frame(CAPTURED, "django_shop/shop/views.py", line_of(CAPTURED, "django_shop/shop/views.py", "int(request.query_params"))
+    assert python_origin("builtins:ValueError", "invalid literal for int() with base 10: 'ten'", [parsed]) is None
+
+
+def test_a_key_missing_from_a_module_table_leads_to_the_table() -> None:
+    crash = frame(CAPTURED, "django_shop/shop/pricing.py", line_of(CAPTURED, "django_shop/shop/pricing.py", "RATES[line"))
+    found = python_origin("builtins:KeyError", "'GBP'", [crash])
+    assert found and found.line == line_of(CAPTURED, "django_shop/shop/pricing.py", "RATES = {") and "'GBP'" in found.note
+    local = PyFrame("c.py", 2, {1: "def f(rates):", 2: "    return rates['GBP']"})
+    assert python_origin("builtins:KeyError", "'GBP'", [local]) is None
+
+
+def test_ruby_frames_are_not_these_rules_to_read() -> None:
+    ruby = PyFrame("app/models/order.rb", 2, {1: "def total(code)", 2: "  code.strip"})
+    assert python_origin("NoMethodError", "'NoneType' object has no attribute 'strip'", [ruby]) is None
