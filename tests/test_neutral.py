@@ -51,3 +51,15 @@ def test_markdown_and_terminal_are_inert():
     terminal = text_summary(report)
     for char in ("\u202e", "\u200b", "\u2066", "\u0085"):
         assert char not in terminal
+
+
+def test_python_reprs_and_html_in_an_error_stay_visible_text_in_the_issue_never_markup():
+    message = "expected <class 'str'>, got <User: alice> <img src=//evil.example/p.png> <details open>x"
+    _, result = _hostile_report()
+    result = result.model_copy(update={"error": result.error.model_copy(update={"message": message}),
+                                       "analysis": result.analysis.model_copy(update={"root_cause": message})})
+    body = issue_body(result, "night-1", demo=False)
+    prose_lines = [line for line in body.split("```")[::2]]  # outside fenced blocks
+    outside = "\n".join(prose_lines)
+    assert "<img" not in outside and "<details" not in outside and "<User" not in outside
+    assert "&lt;class 'str'&gt;" in outside and "&lt;User: alice&gt;" in outside  # shown, not swallowed as a tag

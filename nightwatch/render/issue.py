@@ -51,8 +51,9 @@ def safe(text: str | None, limit: int = 4_000) -> str:
 
 
 def prose(text: str | None, limit: int = 4_000) -> str:
-    """Safe text for outside code blocks: @mentions, links and images neutralised too."""
-    return no_links(no_mentions(safe(text, limit)))
+    """Safe text for outside code blocks: @mentions, links and images neutralised too, and angle brackets shown as
+    text: GitHub would take `<img src=…>` for an image and hide a Python repr such as `<User: alice>` as a tag."""
+    return no_links(no_mentions(safe(text, limit))).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def code(text: str) -> str:

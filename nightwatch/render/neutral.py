@@ -34,8 +34,3 @@ def no_links(text: str) -> str:
     text = _SCHEME.sub(lambda m: f"{m.group(1)}[:]{m.group(2)}", text)
     text = _WWW.sub("www[.]", text)
     return _LINK_OPEN.sub(lambda m: m.group(0).replace("[", "\\["), text)
-
-
-def inert(text: str) -> str:
-    """All three, for prose that a person reads in Slack, GitHub or the Prefect UI."""
-    return no_links(no_mentions(visible(text)))
