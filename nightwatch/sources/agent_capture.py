@@ -12,7 +12,11 @@ accounts from payloads captured from the real Python agent (`scripts/capture_new
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
+
+from nightwatch.sources.export_file import ERROR_TRACES_LIMIT, EXPORT_FORMAT, TRANSACTION_ERRORS_LIMIT
+from nightwatch.sources.nrql import ERRORS_FACETS, ERRORS_SELECT, MAX_LIMIT
 
 
 def transaction_errors(payloads: list, app_name: str) -> list[dict[str, Any]]:
@@ -53,11 +57,6 @@ def facet_rows(events: list[dict], facets: Sequence[str], select: Sequence[tuple
 def export_of(payloads: dict[str, list], app_name: str, account_id: int) -> dict:
     """A NerdGraph export file (`nightwatch.sources.export_file`) of captured payloads: the errors query's facet rows,
     and per facet its newest TransactionError rows and error traces, as the live queries would ask for them."""
-    from datetime import datetime, timezone
-
-    from nightwatch.sources.export_file import ERROR_TRACES_LIMIT, EXPORT_FORMAT, TRANSACTION_ERRORS_LIMIT
-    from nightwatch.sources.nrql import ERRORS_FACETS, ERRORS_SELECT, MAX_LIMIT
-
     events = transaction_errors(payloads.get("error_event_data", []), app_name)
     traces = error_traces(payloads.get("error_data", []), app_name)
     facets = facet_rows(events, ERRORS_FACETS, ERRORS_SELECT, MAX_LIMIT)
