@@ -28,12 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "scripts" / "newrelic_capture"
 OUT = ROOT / "tests" / "captured" / "newrelic_python"
 WORK = Path("/tmp/nightwatch-newrelic-capture")
-PACKAGES = ["django==5.2.19", "djangorestframework==3.16.1", "flask==3.1.3", "fastapi==0.165.0", "celery==5.7.0"]
+PACKAGES = ["django==5.2.19", "djangorestframework==3.16.1", "flask==3.1.3", "fastapi==0.165.0", "celery==5.7.0",
+            "gunicorn==23.0.0"]
 AGENT = "14.1.0"
 APPS = {"django": "shop-production", "flask": "blog-production", "fastapi": "events-production", "celery": "jobs-production"}
 # (fixture, framework, agent): every framework under today's agent, and Django under the oldest agent still seen
 # in production (8.x to 12.x report a request's status only as `response.status`)
-CAPTURES = [*((name, name, AGENT) for name in sorted(APPS)), ("django-agent8", "django", "8.11.0")]
+CAPTURES = [*((name, name, AGENT) for name in sorted(APPS)), ("django-agent8", "django", "8.11.0"),
+            ("gunicorn-timeout", "gunicorn", AGENT)]
+APPS["gunicorn"] = "blog-production"  # the Flask blog's slow export, served by gunicorn with a 2 s worker timeout
 # The Python demo (nightwatch/demo_python/app) on the FastAPI it pins, deployed as /srv/bookshop with its venv inside
 DEMO = ROOT / "nightwatch" / "demo_python"
 DEMO_APP_NAME = "bookshop-production"
@@ -42,6 +45,7 @@ KEPT = ("error_event_data", "error_data")
 INI = """[newrelic]
 app_name = {app_name}
 developer_mode = true
+startup_timeout = 10.0
 audit_log_file = {audit}
 log_file = {log}
 log_level = info
@@ -100,8 +104,10 @@ def run_framework(python: Path, framework: str, name: str, agent: str, app_name:
     app_name = app_name or APPS[framework]
     ini.write_text(INI.format(app_name=app_name, audit=audit, log=log), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEW_RELIC_", "NIGHTWATCH_", "ANTHROPIC_"))}
-    proc = subprocess.run([str(python), "-m", "capture_server.drive", framework, str(WORK)], capture_output=True,
-                          text=True, env=env, cwd=WORK, timeout=300)
+    command = [str(python), "-m", "capture_server.drive", framework, str(WORK)]
+    if framework == "gunicorn":
+        command = [str(python), "-m", "capture_server.drive", "gunicorn", str(WORK), str(ini)]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=WORK, timeout=300)
     if proc.returncode != 0:
         raise SystemExit(f"{name}: the driver failed:\n{proc.stderr[-3000:]}")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True)

@@ -291,3 +291,16 @@ def test_a_status_reported_under_any_of_its_names_is_read_in_order_of_preference
     ]
     groups, warnings = parse_error_rows(rows, "shop-production")
     assert [g.http_status for g in groups] == [500, 502, 404, None] and warnings == []
+
+
+@pytest.mark.parametrize("path, in_app", [
+    ("/srv/shop/venv/bin/gunicorn", False), ("/srv/shop/.venv/bin/celery", False), ("/opt/venv-3.11/bin/uvicorn", False),
+    ("/home/deploy/.virtualenvs/shop/bin/gunicorn", False), ("/opt/conda/envs/api/bin/gunicorn", False),
+    ("/srv/shop/env/bin/gunicorn", False), ("/srv/virtualenv/bin/gunicorn", False),
+    ("bin/rails", True), ("/app/bin/import_prices.py", True), ("/srv/environments/bin/tool.py", True),
+    ("/srv/shop/shop/views.py", True),
+])
+def test_a_python_environment_s_console_scripts_are_not_application_code(path: str, in_app: bool) -> None:
+    from nightwatch.sources.parse import is_app_path
+
+    assert is_app_path(path) is in_app

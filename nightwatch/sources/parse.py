@@ -209,12 +209,18 @@ _RUBY_FRAME = re.compile(
 )
 
 
+# A Python environment's bin/ holds console-script entry points (gunicorn, celery, uvicorn), never application code:
+# venv, .venv, venv-3.11, env, virtualenvs/<name>, conda's envs/<name>, tox's .tox/<name>
+_ENVIRONMENT_BIN = re.compile(r"/(?:\.?venv[\w.-]*|\.?env|\.?virtualenv|\.?virtualenvs/[^/]+|venvs/[^/]+|envs/[^/]+|\.tox/[^/]+)/bin/")
+
+
 def is_app_path(path: str) -> bool:
-    """True for the application's own code: anything not in gems, site-packages, /usr, vendor or ruby."""
+    """True for the application's own code: anything not in gems, site-packages, /usr, vendor, ruby or a Python
+    environment's bin/."""
     if not path or path.startswith(("<", "(", "[")):
         return False
     probe = "/" + path.replace("\\", "/").lstrip("./")
-    return not any(f"/{marker}" in probe for marker in _LIBRARY_MARKERS)
+    return not any(f"/{marker}" in probe for marker in _LIBRARY_MARKERS) and not _ENVIRONMENT_BIN.search(probe)
 
 
 def parse_stack_trace(trace: str | list | bytes | None) -> list[StackFrame]:

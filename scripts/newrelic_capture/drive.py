@@ -176,11 +176,48 @@ def drive_bookshop(work: Path) -> None:
     locker.rollback()
 
 
+def serve_gunicorn(work: Path, ini: str) -> None:
+    """The real gunicorn, under `newrelic-admin run-program` as a deployment runs it, with a 2 s worker timeout; one
+    request to an export that takes 10 s, so the master aborts the worker mid-request (WORKER TIMEOUT)."""
+    import signal
+    import socket
+    import subprocess
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    bin_dir = Path(sys.executable).parent
+    server = subprocess.Popen([str(bin_dir / "newrelic-admin"), "run-program", str(bin_dir / "gunicorn"), "--timeout", "2",
+                               "--workers", "1", "--bind", f"127.0.0.1:{port}", "exports:app"],
+                              cwd=work / "flask_blog", env={**os.environ, "NEW_RELIC_CONFIG_FILE": ini})
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        try:
+            print("GET /export", urllib.request.urlopen(f"http://127.0.0.1:{port}/export", timeout=30).status)
+        except urllib.error.HTTPError as exc:
+            print("GET /export", exc.code)
+        time.sleep(3)  # the aborted worker's agent runs its final harvest as the worker exits
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+
+
 DRIVERS = {"django": drive_django, "flask": drive_flask, "fastapi": drive_fastapi, "celery": drive_celery,
            "bookshop": drive_bookshop}
 
 if __name__ == "__main__":
     framework, work = sys.argv[1], Path(sys.argv[2])
+    if framework == "gunicorn":  # the agent runs inside gunicorn's worker, not in this process
+        serve_gunicorn(work, sys.argv[3])
+        sys.exit(0)
     newrelic.agent.initialize(str(work / f"newrelic-{framework}.ini"))
     newrelic.agent.register_application(timeout=10.0)
     DRIVERS[framework](work)
