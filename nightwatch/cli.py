@@ -167,6 +167,8 @@ def eval_cases(
                                                          "checks of the fix gate decide)."),
     workdir: Optional[Path] = typer.Option(None, help="Where each case's checkout, home and reports go; default: a new "
                                                       "temporary folder, kept for inspection."),
+    jobs: int = typer.Option(0, min=0, help="Nights run side by side; default: one per core this process may use "
+                                            "(at most 4)."),
 ) -> None:
     """Replay each case as a night on its own checkout and score it: route, crash file, origin, line, PR,
     noise, path mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline."""
@@ -183,7 +185,7 @@ def eval_cases(
 
     code = run_eval(chosen, settings, workdir=workdir, checkout=repo, as_json=output is Output.json,
                     baseline_path=baseline or cases_dir / "baseline.json", update_baseline=update_baseline,
-                    pr_min_confidence=pr_min_confidence)
+                    pr_min_confidence=pr_min_confidence, jobs=jobs)
     raise typer.Exit(code)
 
 

@@ -1,14 +1,22 @@
 """The `nightwatch eval` command's body: one night per case through the flow, then the table and the verdict.
 
 Like `nightwatch run`, this is the outermost layer: it alone reaches Prefect, lazily.
+
+A night is CPU-bound in two processes that take turns (the night's own, and the Prefect API's), so on a machine
+with more than one core the cases run side by side: this process and `jobs - 1` workers take cases from one list,
+every night on the one throwaway Prefect API this process started. The scores do not depend on the order.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from nightwatch import environment, run_log
@@ -17,6 +25,7 @@ from nightwatch.evaluation import (
     EvalCase,
     EvalError,
     exported_at,
+    failed,
     load_baseline,
     regressions,
     run_case,
@@ -29,19 +38,19 @@ from nightwatch.settings import Settings
 
 
 def run_eval(cases: list[EvalCase], settings: Settings, *, workdir: Path | None, checkout: Path | None, as_json: bool,
-             baseline_path: Path, update_baseline: bool, pr_min_confidence: str) -> int:
+             baseline_path: Path, update_baseline: bool, pr_min_confidence: str, jobs: int = 0) -> int:
     """Run and score every case; print the table (or JSON); 0, or 1 on a regression against the baseline."""
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nightwatch-eval-"))
     root.mkdir(parents=True, exist_ok=True)
+    # The nights' logs are in each case's report and the run log; nobody reads them in a UI of a throwaway API, and
+    # sending them there was a sixth of the eval's CPU
+    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
     environment.configure(root)
     run_log.start(root)
-    run_log.say(f"eval: {len(cases)} case(s); checkouts, homes and reports in {root}")
-    night = _night_runner(pr_min_confidence)
+    jobs = min(jobs or default_jobs(), len(cases)) or 1
+    run_log.say(f"eval: {len(cases)} case(s), {jobs} at a time; checkouts, homes and reports in {root}")
     started = time.monotonic()
-    scores: list[CaseScore] = []
-    for case in cases:
-        run_log.say(f"eval: {case.id}")
-        scores.append(run_case(case, root, night, checkout))
+    scores = _run_cases(cases, root, checkout, pr_min_confidence, jobs)
     try:
         baseline = load_baseline(baseline_path)
     except EvalError as exc:
@@ -63,6 +72,85 @@ def run_eval(cases: list[EvalCase], settings: Settings, *, workdir: Path | None,
     run_log.say(f"eval: {len(found)} regression(s) against {baseline_path}" if found else
                 f"eval: no regression against {baseline_path}" if baseline else f"eval: no baseline at {baseline_path}")
     return 1 if found else 0
+
+
+def default_jobs() -> int:
+    """The cores this process may use (a `taskset` counts), at most 4: each night keeps about one busy."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_confidence: str, jobs: int) -> list[CaseScore]:
+    """Every case's score, in the cases' order; `jobs` nights at a time."""
+    scores: list[CaseScore | None] = [None] * len(cases)
+    if jobs == 1:
+        night = _night_runner(pr_min_confidence)
+        for i, case in enumerate(cases):
+            run_log.say(f"eval: {case.id}")
+            scores[i] = run_case(case, root, night, checkout)
+        return [s for s in scores if s is not None]
+    api = _shared_api()
+    taken = iter(range(len(cases)))
+    lock = threading.Lock()
+
+    def next_case() -> int | None:
+        with lock:
+            return next(taken, None)
+
+    def feed(pool: ProcessPoolExecutor) -> None:
+        while (i := next_case()) is not None:
+            try:
+                scores[i] = pool.submit(_worker_case, cases[i], root, checkout, pr_min_confidence).result()
+            except Exception as exc:  # noqa: BLE001 - a worker that died (killed, out of memory) fails its case only
+                scores[i] = failed(cases[i], f"the worker process running the night died: {str(exc)[:300]}")
+
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no Prefect state or threads forked
+    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context, initializer=_worker_start,
+                             initargs=(api, str(root))) as pool:
+        feeders = [threading.Thread(target=feed, args=(pool,), daemon=True) for _ in range(jobs - 1)]
+        for feeder in feeders:
+            feeder.start()
+        night = _night_runner(pr_min_confidence)
+        while (i := next_case()) is not None:
+            run_log.say(f"eval: {cases[i].id}")
+            scores[i] = run_case(cases[i], root, night, checkout)
+        for feeder in feeders:
+            feeder.join()
+    return [s for s in scores if s is not None]
+
+
+def _shared_api() -> str:
+    """The Prefect API every night of this eval uses: a platform's server when PREFECT_API_URL names one, else this
+    process's throwaway one, started now so the workers can be pointed at it."""
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()  # the instance this process's own client uses; it stops when the process exits
+    server.start()
+    # From now on this process is one of several nights on that API: nothing it holds is a killed run's leftover
+    os.environ["PREFECT_API_URL"] = server.api_url
+    from tasks._prefect import own_api
+
+    own_api(server.api_url)
+    return server.api_url
+
+
+def _worker_start(api: str, root: str) -> None:
+    os.environ["PREFECT_API_URL"] = api
+    environment.configure(Path(root))
+    run_log.start(Path(root))
+    from tasks._prefect import own_api
+
+    own_api(api)
+
+
+def _worker_case(case: EvalCase, root: Path, checkout: Path | None, pr_min_confidence: str) -> CaseScore:
+    run_log.say(f"eval: {case.id}")
+    return run_case(case, root, _night_runner(pr_min_confidence), checkout)
 
 
 def _model_label(settings: Settings) -> str:

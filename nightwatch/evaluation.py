@@ -78,6 +78,7 @@ class EvalCase(Model):
     alternatives: list[Span] = Field(default_factory=list)
     root_cause_keywords: list[str] = Field(default_factory=list)
     noise: list[CaseError] = Field(default_factory=list)
+    regression_test: str = ""  # the test the real fix added, as its runner names it (pytest node id, Django label)
     notes: str = ""
     folder: Path = Path(".")
 
@@ -303,6 +304,13 @@ def _noise_dropped(case: EvalCase, report: RunReport) -> bool | None:
 NightRunner = Callable[[EvalCase, Path, Path], RunReport]  # (case, checkout, home) -> the night's report
 
 
+def failed(case: EvalCase, why: str) -> CaseScore:
+    """A case whose night did not end: every check fails, with the reason."""
+    out = CaseScore(case=case.id, route_expected=case.route, failure=why)
+    out.checks.update({c: False for c in CHECKS})
+    return out
+
+
 def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Path | None = None) -> CaseScore:
     """One case as one night in its own home and checkout."""
     home = workdir / case.id
@@ -311,9 +319,7 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
     try:
         report = run_night(case, repo, home)
     except Exception as exc:  # noqa: BLE001 - a crashed night is a scored failure, never a crashed eval
-        out = CaseScore(case=case.id, route_expected=case.route, failure=f"the night crashed: {str(exc)[:300]}")
-        out.checks.update({c: False for c in CHECKS})
-        return out
+        return failed(case, f"the night crashed: {str(exc)[:300]}")
     seconds = time.monotonic() - started
     (home / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")  # for a reader of the scores
     return score(case, report, frame_mapping(case, repo), seconds, repo)
