@@ -142,7 +142,7 @@ CASES = [
         "error": ["sqlite3:OperationalError", "WebTransaction/Function/hc.front.views:docs_search"],
         "crash": ["hc/front/views.py", 491],
         "origin": ["hc/front/views.py", [488, 488]],
-        "alternatives": [["hc/front/forms.py", [1, 400]]],
+        "alternatives": [["hc/front/forms.py", [380, 381]]],
         "keywords": ["fts5", "query", "quote"],
         "test": None,
         "noise": [["django.http.request:UnreadablePostError", "WebTransaction/Function/hc.api.views:ping"]],
@@ -247,18 +247,19 @@ def capture(python: Path, case: dict) -> dict:
     return read_audit_log(audit)
 
 
-def first_app_frame(export: dict, case: dict) -> tuple[str, int]:
-    """The deepest frame of the checkout (not the venv) in the case's error trace, repository-relative."""
+def app_frames(export: dict, case: dict, error: list[str]) -> list[tuple[str, int]]:
+    """The frames of the checkout (not the venv) in `error`'s first trace, outermost first, repository-relative."""
     root, venv = case["root"].rstrip("/") + "/", case["venv"].rstrip("/") + "/"
     for detail in export["details"]:
-        if [detail["error_class"], detail["transaction"]] != case["error"]:
+        if [detail["error_class"], detail["transaction"]] != list(error):
             continue
-        trace = detail["error_traces"]["data"]["actor"]["account"]["nrql"]["results"][0]["stackTrace"]
-        for line in reversed(trace):
+        frames = []
+        for line in detail["error_traces"]["data"]["actor"]["account"]["nrql"]["results"][0]["stackTrace"]:
             path = line.strip().split('"')[1] if line.strip().startswith("File ") else ""
             if path.startswith(root) and not path.startswith(venv):
-                return path[len(root):], int(line.split(", line ")[1].split(",")[0])
-    raise SystemExit(f"{case['slug']}: no error {case['error']} with a trace in the capture")
+                frames.append((path[len(root):], int(line.split(", line ")[1].split(",")[0])))
+        return frames
+    raise SystemExit(f"{case['slug']}: no error {error} with a trace in the capture")
 
 
 def yaml_str(value: str) -> str:
@@ -291,7 +292,7 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     # so export_of's "a minute after the newest error" would leave the captured errors outside the night
     moment = datetime.fromisoformat(export["exported_at"])
     export["exported_at"] = (moment.replace(minute=0, second=0) + timedelta(hours=1)).isoformat(timespec="seconds")
-    found = first_app_frame(export, case)
+    found = app_frames(export, case, case["error"])[-1]
     if found != tuple(case["crash"]):
         raise SystemExit(f"{case['slug']}: the trace's first in-app frame is {found}, the case says {case['crash']}")
     facets = {tuple(d[k] for k in ("error_class", "transaction")) for d in export["details"]}
@@ -308,13 +309,23 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
         shutil.rmtree(folder)
     (folder / "repo").mkdir(parents=True)
     (folder / "export.json").write_text(json.dumps(export, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_files(git_dir, case, folder, export)
+    return folder
+
+
+def write_files(git_dir: str, case: dict, folder: Path, export: dict) -> None:
+    """expected.yml, and repo/: the LICENSE, every in-app file of the case's traces, the fix's files and the rest the
+    night needs, at the parent."""
     (folder / "expected.yml").write_text(expected_yml(case), encoding="utf-8")
-    wanted = {"LICENSE", case["crash"][0], case["origin"][0], *(a[0] for a in case["alternatives"]), *case["files"]}
+    traced = {path for error in [case["error"], *case.get("noise", [])] for path, _ in app_frames(export, case, error)}
+    wanted = {"LICENSE", case["crash"][0], case["origin"][0], *(a[0] for a in case["alternatives"]), *case["files"],
+              *traced}
+    if (folder / "repo").exists():
+        shutil.rmtree(folder / "repo")
     for path in sorted(wanted):
         target = folder / "repo" / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(git(git_dir, "show", f"{case['parent']}:{path}"))
-    return folder
 
 
 def main() -> int:
@@ -322,13 +333,15 @@ def main() -> int:
     parser.add_argument("--git-dir", required=True, help="a clone (bare is fine) of github.com/healthchecks/healthchecks")
     parser.add_argument("--only", action="append", help="a case slug (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the deployment folders (for debugging)")
-    parser.add_argument("--expected-only", action="store_true", help="rewrite only the expected.yml files")
+    parser.add_argument("--files-only", action="store_true",
+                        help="rewrite expected.yml and repo/ from the case's existing export.json (no capture)")
     args = parser.parse_args()
     for case in CASES:
         if args.only and case["slug"] not in args.only:
             continue
-        if args.expected_only:
-            (EVALS / f"healthchecks-{case['slug']}" / "expected.yml").write_text(expected_yml(case), encoding="utf-8")
+        if args.files_only:
+            folder = EVALS / f"healthchecks-{case['slug']}"
+            write_files(args.git_dir, case, folder, json.loads((folder / "export.json").read_text(encoding="utf-8")))
             continue
         python = deploy(args.git_dir, case)
         try:
