@@ -3,8 +3,8 @@
 Like `nightwatch run`, this is the outermost layer: it alone reaches Prefect, lazily.
 
 A night is CPU-bound in two processes that take turns (the night's own, and the Prefect API's), so on a machine
-with more than one core the cases run side by side: this process and `jobs - 1` workers take cases from one list,
-every night on the one throwaway Prefect API this process started. The scores do not depend on the order.
+with more than one core the cases run side by side: this process and `jobs - 1` worker processes take cases from one
+list, each with its own throwaway Prefect API. The scores do not depend on the order.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -92,7 +93,7 @@ def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_
             run_log.say(f"eval: {case.id}")
             scores[i] = run_case(case, root, night, checkout)
         return [s for s in scores if s is not None]
-    api = _shared_api()
+    template = Path(os.environ.get("PREFECT_HOME", root / "prefect")) / "prefect.db"
     taken = iter(range(len(cases)))
     lock = threading.Lock()
 
@@ -109,7 +110,7 @@ def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_
 
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no Prefect state or threads forked
     with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context, initializer=_worker_start,
-                             initargs=(api, str(root))) as pool:
+                             initargs=(str(root), str(template))) as pool:
         feeders = [threading.Thread(target=feed, args=(pool,), daemon=True) for _ in range(jobs - 1)]
         for feeder in feeders:
             feeder.start()
@@ -122,30 +123,16 @@ def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_
     return [s for s in scores if s is not None]
 
 
-def _shared_api() -> str:
-    """The Prefect API every night of this eval uses: a platform's server when PREFECT_API_URL names one, else this
-    process's throwaway one, started now so the workers can be pointed at it."""
-    if os.environ.get("PREFECT_API_URL"):
-        return os.environ["PREFECT_API_URL"]
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()  # the instance this process's own client uses; it stops when the process exits
-    server.start()
-    # From now on this process is one of several nights on that API: nothing it holds is a killed run's leftover
-    os.environ["PREFECT_API_URL"] = server.api_url
-    from tasks._prefect import own_api
-
-    own_api(server.api_url)
-    return server.api_url
-
-
-def _worker_start(api: str, root: str) -> None:
-    os.environ["PREFECT_API_URL"] = api
+def _worker_start(root: str, template: str) -> None:
+    """A worker's nights keep their own Prefect home and API: two nights writing to one SQLite-backed API lock each
+    other out (it answers 503). Its database starts as a copy of this eval's, already migrated, when there is one."""
+    home = Path(root) / "workers" / f"prefect-{os.getpid()}"
+    home.mkdir(parents=True, exist_ok=True)
+    if Path(template).is_file() and not (home / "prefect.db").exists():
+        shutil.copyfile(template, home / "prefect.db")
+    os.environ["PREFECT_HOME"] = str(home)
     environment.configure(Path(root))
     run_log.start(Path(root))
-    from tasks._prefect import own_api
-
-    own_api(api)
 
 
 def _worker_case(case: EvalCase, root: Path, checkout: Path | None, pr_min_confidence: str) -> CaseScore:

@@ -88,15 +88,6 @@ def label_cached_runs(flow_run_id: Any) -> int:
     return len(unlabelled)
 
 
-_own_api: dict[str, str] = {}
-
-
-def own_api(url: str) -> None:
-    """The API at `url` is a throwaway one this run started (`nightwatch eval` points its worker processes at it):
-    its nights are quiet as on a process's own API."""
-    _own_api["url"] = url
-
-
 @contextmanager
 def quiet_local_api() -> Iterator[None]:
     """A night on this process's own throwaway API (no PREFECT_API_URL: `nightwatch run`, `nightwatch eval`) sends no
@@ -106,8 +97,7 @@ def quiet_local_api() -> Iterator[None]:
     import prefect.settings
     from prefect.settings import get_current_settings, temporary_settings
 
-    url = get_current_settings().api.url
-    if url and url != _own_api.get("url"):
+    if get_current_settings().api.url:
         yield
         return
     with temporary_settings(updates={prefect.settings.PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):

@@ -16,13 +16,26 @@ from pathlib import Path
 
 import pytest
 
-from nightwatch.evaluation import CaseScore, EvalCase, frame_mapping, load_cases, prepare_repository, regressions, summary
+from nightwatch.evaluation import (
+    CaseScore,
+    EvalCase,
+    exported_at,
+    frame_mapping,
+    load_cases,
+    prepare_repository,
+    regressions,
+    summary,
+)
+from nightwatch.models import Window
+from nightwatch.sources.export_file import ExportFileSource
 from tests.prefect_processes import PROCESS_GUARD_S, run_process_group, seed_database
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
 CASES = load_cases(EVALS)
 REAL = [c for c in CASES if not c.source.demo]
+# Cases captured under the real New Relic Python agent (error classes are `module:Name`)
+PYTHON = [c for c in REAL if ":" in c.error.error_class.replace("::", "")]
 
 
 def test_there_are_demo_cases_and_at_least_six_from_a_real_application() -> None:
@@ -31,6 +44,20 @@ def test_there_are_demo_cases_and_at_least_six_from_a_real_application() -> None
     assert all(c.source.repository and len(c.source.commit) == 40 and len(c.source.fix_commit) == 40 for c in REAL)
     assert all((c.folder / "repo" / "LICENSE").is_file() for c in REAL)
     assert sum(1 for c in REAL if c.origin_differs) >= 3
+
+
+def test_python_cases_come_from_two_applications_and_half_start_away_from_the_crash() -> None:
+    assert len(PYTHON) >= 8 and len({c.source.repository for c in PYTHON}) >= 2
+    assert sum(1 for c in PYTHON if c.origin_differs) >= 4
+
+
+@pytest.mark.parametrize("case", PYTHON, ids=[c.id for c in PYTHON])
+def test_every_python_web_error_has_the_status_the_agent_reported(case: EvalCase) -> None:
+    moment = exported_at(case)
+    errors = ExportFileSource(case.export).fetch_errors(Window(start=moment.replace(year=moment.year - 1), end=moment)).errors
+    web = [e for e in errors if e.transaction.startswith("WebTransaction/")]
+    assert web and all(e.http_status is not None and 100 <= e.http_status <= 599 for e in web)
+    assert exported_at(case).minute == 0  # a night's window ends on a whole hour: the export was taken at one
 
 
 def test_the_demo_cases_match_the_demo_answer_key() -> None:
@@ -83,7 +110,10 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path,
     proc = _eval(tmp_path, prefect_db_template, "--jobs", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "2 at a time" in proc.stderr
-    assert _nights_in(tmp_path / "home" / "prefect") == len(CASES)  # the worker's nights on the one API, none lost
+    # Every night on a Prefect API: this process's, or the worker's own, whose database began as a copy of the seed
+    workers = sorted((tmp_path / "eval" / "workers").glob("prefect-*"))
+    assert len(workers) == 1
+    assert sum(_nights_in(home) for home in [tmp_path / "home" / "prefect", *workers]) == len(CASES)
     out = json.loads(proc.stdout)
     assert out["regressions"] == []
     scores = {s["case"]: s for s in out["cases"]}

@@ -12,7 +12,7 @@ accounts from payloads captured from the real Python agent (`scripts/capture_new
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from nightwatch.sources.export_file import ERROR_TRACES_LIMIT, EXPORT_FORMAT, TRANSACTION_ERRORS_LIMIT
@@ -70,6 +70,9 @@ def export_of(payloads: dict[str, list], app_name: str, account_id: int) -> dict
     details = [{"error_class": row["facet"][0], "transaction": row["facet"][1],
                 "transaction_errors": of(events, tuple(row["facet"]), TRANSACTION_ERRORS_LIMIT),
                 "error_traces": of(traces, tuple(row["facet"]), ERROR_TRACES_LIMIT)} for row in facets]
+    # A night's window ends on a whole hour: the export is taken at the first one after the newest error, so a night
+    # replaying it (until=exported_at) sees every captured error
+    taken = datetime.fromtimestamp(newest / 1000, tz=timezone.utc).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     return {"format": EXPORT_FORMAT, "account_id": account_id, "app_name": app_name,
-            "exported_at": datetime.fromtimestamp(newest / 1000 + 60, tz=timezone.utc).isoformat(timespec="seconds"),
+            "exported_at": taken.isoformat(timespec="seconds"),
             "errors": {"data": {"actor": {"account": {"nrql": {"results": facets}}}}}, "details": details}

@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,9 +323,6 @@ def expected_yml(case: dict, error: tuple[str, str], crash: tuple[str, int]) -> 
 
 def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     export = export_of(payloads, APP_NAME, account_id=ACCOUNT_ID)
-    # Exported at the top of the next hour, as an hourly export job would: a night's window ends on a whole hour
-    moment = datetime.fromisoformat(export["exported_at"])
-    export["exported_at"] = (moment.replace(minute=0, second=0) + timedelta(hours=1)).isoformat(timespec="seconds")
     detail = the_error(export, case)
     crash = first_app_frame(detail, case)
     if crash[0] != case["crash"][0] or case["crash"][1] not in (None, crash[1]):

@@ -16,7 +16,6 @@ from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 import newrelic.agent
-
 from capture_server.drive import FailingInput, harvest_cycle
 
 HOST = "ctf.example.org"

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -281,17 +280,14 @@ def expected_yml(case: dict) -> str:
         lines.append("noise:")
         for error_class, transaction in case["noise"]:
             lines += [f"  - error_class: {yaml_str(error_class)}", f"    transaction: {yaml_str(transaction)}"]
-    test = f" The fix's regression test: {case['test']}." if case.get("test") else ""
-    lines.append(f"notes: {yaml_str(case['notes'] + test)}")
+    if case.get("test"):
+        lines.append(f"regression_test: {case['test']}")
+    lines.append(f"notes: {yaml_str(case['notes'])}")
     return "\n".join(lines) + "\n"
 
 
 def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     export = export_of(payloads, APP_NAME, account_id=ACCOUNT_ID)
-    # Exported at the top of the next hour, as an hourly export job would: a night's window ends on a whole hour,
-    # so export_of's "a minute after the newest error" would leave the captured errors outside the night
-    moment = datetime.fromisoformat(export["exported_at"])
-    export["exported_at"] = (moment.replace(minute=0, second=0) + timedelta(hours=1)).isoformat(timespec="seconds")
     found = app_frames(export, case, case["error"])[-1]
     if found != tuple(case["crash"]):
         raise SystemExit(f"{case['slug']}: the trace's first in-app frame is {found}, the case says {case['crash']}")

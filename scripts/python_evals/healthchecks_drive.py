@@ -20,7 +20,6 @@ import uuid
 from pathlib import Path
 
 import newrelic.agent
-
 from capture_server.drive import FailingInput, harvest_cycle, wsgi_call
 
 CSRF = "k" * 32  # a CSRF secret, sent as the cookie and echoed in the header, as a browser's form post does
