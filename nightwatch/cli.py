@@ -181,11 +181,11 @@ def eval_cases(
         chosen = load_cases(cases_dir, cases or None)
     except EvalError as exc:
         _fail(str(exc), 2)
-    from nightwatch.eval_run import run_eval
+    from nightwatch.eval_run import EvalOptions, run_eval
 
-    code = run_eval(chosen, settings, workdir=workdir, checkout=repo, as_json=output is Output.json,
-                    baseline_path=baseline or cases_dir / "baseline.json", update_baseline=update_baseline,
-                    pr_min_confidence=pr_min_confidence, jobs=jobs)
+    code = run_eval(chosen, settings, EvalOptions(
+        baseline_path=baseline or cases_dir / "baseline.json", workdir=workdir, checkout=repo, as_json=output is Output.json,
+        update_baseline=update_baseline, pr_min_confidence=pr_min_confidence, jobs=jobs))
     raise typer.Exit(code)
 
 

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from nightwatch import environment, run_log
@@ -38,20 +39,33 @@ from nightwatch.render.evals import eval_table
 from nightwatch.settings import Settings
 
 
-def run_eval(cases: list[EvalCase], settings: Settings, *, workdir: Path | None, checkout: Path | None, as_json: bool,
-             baseline_path: Path, update_baseline: bool, pr_min_confidence: str, jobs: int = 0) -> int:
+@dataclass(frozen=True)
+class EvalOptions:
+    """What `nightwatch eval` was asked for, beyond the cases."""
+
+    baseline_path: Path
+    workdir: Path | None = None  # checkouts, homes and reports; default: a new temporary folder
+    checkout: Path | None = None  # a clone of the cases' application (`--repo`)
+    as_json: bool = False
+    update_baseline: bool = False
+    pr_min_confidence: str = "medium"
+    jobs: int = 0  # nights side by side; 0: default_jobs()
+
+
+def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) -> int:
     """Run and score every case; print the table (or JSON); 0, or 1 on a regression against the baseline."""
-    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nightwatch-eval-"))
+    baseline_path = options.baseline_path
+    root = Path(options.workdir) if options.workdir else Path(tempfile.mkdtemp(prefix="nightwatch-eval-"))
     root.mkdir(parents=True, exist_ok=True)
     # The nights' logs are in each case's report and the run log; nobody reads them in a UI of a throwaway API, and
     # sending them there was a sixth of the eval's CPU
     os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
     environment.configure(root)
     run_log.start(root)
-    jobs = min(jobs or default_jobs(), len(cases)) or 1
+    jobs = min(options.jobs or default_jobs(), len(cases)) or 1
     run_log.say(f"eval: {len(cases)} case(s), {jobs} at a time; checkouts, homes and reports in {root}")
     started = time.monotonic()
-    scores = _run_cases(cases, root, checkout, pr_min_confidence, jobs)
+    scores = _run_cases(cases, root, options.checkout, options.pr_min_confidence, jobs)
     try:
         baseline = load_baseline(baseline_path)
     except EvalError as exc:
@@ -59,12 +73,12 @@ def run_eval(cases: list[EvalCase], settings: Settings, *, workdir: Path | None,
         return 2
     found = regressions(scores, baseline)
     totals = summary(scores, cases) | {"wall_seconds": round(time.monotonic() - started, 1), "model": _model_label(settings)}
-    if as_json:
+    if options.as_json:
         sys.stdout.write(json.dumps({"cases": [s.model_dump() for s in scores], "summary": totals, "regressions": found},
                                     indent=2) + "\n")
     else:
         sys.stdout.write(eval_table(scores, totals) + "\n")
-    if update_baseline:
+    if options.update_baseline:
         write_baseline(baseline_path, scores, _model_label(settings))
         run_log.say(f"eval: baseline written to {baseline_path}")
         return 0

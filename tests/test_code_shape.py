@@ -11,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("nightwatch", "knowledge_store", "tasks", "flows", "blocks", "deployments")
-PUBLIC_PARAMETER_LISTS = {("flows/nightwatch.py", "nightwatch_flow"), ("nightwatch/cli.py", "run")}
+PUBLIC_PARAMETER_LISTS = {("flows/nightwatch.py", "nightwatch_flow"), ("nightwatch/cli.py", "run"),
+                          ("nightwatch/cli.py", "eval_cases")}  # a command's options
 MAX_LINES, MAX_PARAMS = 40, 8
 
 

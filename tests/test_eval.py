@@ -89,7 +89,7 @@ EVAL_GUARD_S = 900
 
 
 def _eval(tmp_path: Path, template: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    seed_database(tmp_path / "home" / "prefect", template)
+    seed_database(tmp_path / "eval" / "prefect", template)  # the eval keeps Prefect's state in its workdir
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
     return run_process_group(
         [sys.executable, "-m", "nightwatch.cli", "eval", "--output", "json", "--workdir", str(tmp_path / "eval"),
@@ -113,7 +113,7 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path,
     # Every night on a Prefect API: this process's, or the worker's own, whose database began as a copy of the seed
     workers = sorted((tmp_path / "eval" / "workers").glob("prefect-*"))
     assert len(workers) == 1
-    assert sum(_nights_in(home) for home in [tmp_path / "home" / "prefect", *workers]) == len(CASES)
+    assert sum(_nights_in(home) for home in [tmp_path / "eval" / "prefect", *workers]) == len(CASES)
     out = json.loads(proc.stdout)
     assert out["regressions"] == []
     scores = {s["case"]: s for s in out["cases"]}
