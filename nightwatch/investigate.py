@@ -142,6 +142,7 @@ def _result(subject: Investigation, kit: AgentKit, config: LoopConfig, outcome: 
         files_examined=runner.files_examined,
         prior_analyses=subject.research.prior_analyses,
         correlated_prs=subject.research.correlated_prs,
+        suspect_commits=subject.research.suspect_commits,
         duration_s=round(time.monotonic() - started, 3),
         failure=failure,
     )

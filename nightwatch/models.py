@@ -256,6 +256,23 @@ class CorrelatedPR(Model):
     overlap: list[str] = Field(default_factory=list)
 
 
+class SuspectCommit(Model):
+    """A commit that last changed lines of the error's stack: who may have introduced it, and how sure that is."""
+
+    sha: str
+    subject: str = ""
+    author: str = ""
+    landed_at: datetime | None = None  # when it reached the default branch (its PR's merge), else its commit time
+    pr_number: int | None = None
+    pr_url: str = ""
+    lines: list[str] = Field(default_factory=list)  # "file:line" of the stack it last changed, top frame first
+    hunk: str = ""  # what it did to those lines (capped, redacted)
+    hours_before_first_seen: float | None = None
+    score: float = 0.0
+    confidence: Literal["likely", "possible"] = "possible"
+    why: str = ""
+
+
 class FixCheck(Model):
     """One check of the fix gate: passed, failed (the PR is refused), or could not run here."""
 
@@ -297,6 +314,7 @@ class ErrorAnalysisResult(Model):
     files_examined: list[str] = Field(default_factory=list)
     prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
+    suspect_commits: list[SuspectCommit] = Field(default_factory=list)
     duration_s: float = 0.0
     failure: str | None = None
     fix_gate: FixGate | None = Field(default=None, description="The checks of the proposed fix (step 8.5), when it has one.")

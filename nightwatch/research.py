@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError
-from nightwatch.models import CorrelatedPR, ErrorGroup, Model, PriorAnalysis, TraceData
+from nightwatch.models import CorrelatedPR, ErrorGroup, Model, PriorAnalysis, SuspectCommit, TraceData
+from nightwatch.suspects import can_blame, suspect_commits
 from nightwatch.tokens import estimate_text
 
 PREVIEW_LINES = 100
@@ -26,6 +27,7 @@ class ResearchContext(Model):
     file_digests: dict[str, str] = Field(default_factory=dict)
     prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
+    suspect_commits: list[SuspectCommit] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     regression: str = ""  # why the error is a regression of an analysis whose fix merged (nightwatch.outcomes)
     still_regressing: str = ""  # a regression an earlier night flagged: "still regressing since <date>"
@@ -131,7 +133,20 @@ def research_error(
             else:
                 ctx.notes.append(f"preview of {path} left out: token cap {token_cap} reached")
     ctx.correlated_prs = correlate(ctx.likely_files, recent_prs)
+    _add_suspects(ctx, host, error, traces)
     return ctx
+
+
+def _add_suspects(ctx: ResearchContext, host: CodeHost, error: ErrorGroup, traces: TraceData) -> None:
+    """The commits that last changed the stack's lines (nightwatch.suspects), where the host can blame."""
+    frames = [(f.file, f.line) for f in traces.in_app_frames if f.located and f.line]
+    if not frames:
+        return
+    if not can_blame(host):
+        ctx.notes.append("suspect commits: this code host cannot blame lines yet")
+        return
+    ctx.suspect_commits, notes = suspect_commits(host, frames, error.first_seen)
+    ctx.notes.extend(f"suspect commits: {n}" for n in notes)
 
 
 def _preview(host: CodeHost, path: str, traces: TraceData) -> str:

@@ -35,14 +35,16 @@ from nightwatch.codehosts.base import (
     secret_text_reason,
     withheld,
 )
+from nightwatch.codehosts.blame import FIELD as _FIELD
+from nightwatch.codehosts.blame import MERGE as _MERGE
+from nightwatch.codehosts.blame import RECORD as _RECORD
+from nightwatch.codehosts.blame import SQUASH as _SQUASH
+from nightwatch.codehosts.blame import Blame, Landing, blame_lines, hunk_of, landing_of
 from nightwatch.models import CorrelatedPR
 
 READ_HARD_LIMIT_BYTES = 20_000_000  # beyond this a file is not opened at all
 SKIPPED_DIRS = {".git", "node_modules", "__pycache__"}
-_MERGE = re.compile(r"^Merge pull request #(?P<number>\d+) from (?P<branch>\S+)")
-_SQUASH = re.compile(r"^(?P<title>.+?) \(#(?P<number>\d+)\)$")
 _GITHUB_REMOTE = re.compile(r"github\.com[:/](?P<slug>[\w.-]+/[\w.-]+?)(?:\.git)?/?$")
-_FIELD, _RECORD = "\x1f", "\x1e"
 
 
 class GitCommandError(CodeHostError):
@@ -307,6 +309,21 @@ class LocalRepoHost:
                 if len(prs) >= limit:
                     break
         return prs
+
+    # who changed what: the evidence for suspect commits (nightwatch.suspects) --------------------------------
+
+    def blame(self, path: str, lines: list[int]) -> Blame:
+        rel, _ = self._resolve(path)
+        return blame_lines(self.root, run_git, rel, lines, self.git_timeout)
+
+    def landing(self, sha: str) -> Landing:
+        return landing_of(self.root, run_git, sha, self._branch_ref(self.default_branch()), self.git_timeout)
+
+    def hunk(self, sha: str, path: str) -> str:
+        return hunk_of(self.root, run_git, sha, path, self.git_timeout)
+
+    def pull_url(self, number: int) -> str:
+        return self._pull_url(number)
 
     def _pr_from_commit(self, fields: list[str]) -> CorrelatedPR | None:
         if len(fields) != 6:

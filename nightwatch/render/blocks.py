@@ -182,8 +182,18 @@ def _finding_text(rank: int, r: ErrorAnalysisResult) -> str:
     return (
         f"*{rank}. {prod(title_of(r), 200)}*\n{where}\n"
         f"{icon} route *{route_of(r)}*{reason} · confidence *{confidence_of(r)}* · from {r.source}\n"
-        f"{stats}\n>{prod(root_cause_of(r), 2000)}"
+        f"{stats}{_suspect(r)}\n>{prod(root_cause_of(r), 2000)}"
     )
+
+
+def _suspect(r: ErrorAnalysisResult) -> str:
+    """The best suspect commit, when there is one: its sha, PR and author (commit text is untrusted, made inert)."""
+    if not r.suspect_commits:
+        return ""
+    s = r.suspect_commits[0]
+    pr = f", PR #{s.pr_number}" if s.pr_number else ""
+    after = f", first seen {s.hours_before_first_seen:.0f} h after" if s.hours_before_first_seen is not None else ""
+    return f"\n{s.confidence}: introduced by {code(s.sha[:12], 12)} ({prod(s.author, 60) or 'unknown'}{pr}){after}"
 
 
 def _patterns(report: RunReport) -> list[Block]:

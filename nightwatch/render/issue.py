@@ -11,7 +11,7 @@ import posixpath
 import re
 
 from nightwatch.fix import FixRejected, ValidatedFix, checked_path
-from nightwatch.models import ErrorAnalysisResult, FileChange, FixGate
+from nightwatch.models import ErrorAnalysisResult, FileChange, FixGate, SuspectCommit
 from nightwatch.redact import clean
 from nightwatch.render.neutral import no_links, no_mentions, visible
 
@@ -99,6 +99,7 @@ def issue_body(result: ErrorAnalysisResult, run_id: str, demo: bool) -> str:
         _changes_section(result.analysis.file_changes if result.analysis else []),
         _checks_section(result.fix_gate, heading="## Fix checks"),
         _next_steps_section(result),
+        _suspects_section(result),
         _prs_section(result),
         _confidence_section(result),
         _footnote(result, run_id),
@@ -186,6 +187,24 @@ def _change_excerpt(change: FileChange) -> str:
 def _next_steps_section(result: ErrorAnalysisResult) -> str:
     steps = result.analysis.suggested_next_steps if result.analysis else []
     return "## Next steps\n" + "\n".join(f"- {_one_line(prose(s, 500))}" for s in steps) if steps else ""
+
+
+def suspect_line(s: SuspectCommit) -> str:
+    """"introduced by <sha> (PR #n, author, merged at), first seen N h after": commit text is untrusted and inert."""
+    pr = f"PR #{s.pr_number}, " if s.pr_number else ""
+    when = f", landed {s.landed_at:%Y-%m-%d %H:%M} UTC" if s.landed_at else ""
+    after = f"; first seen {s.hours_before_first_seen:.0f} h after it landed" if s.hours_before_first_seen is not None else ""
+    return (f"{s.confidence}: introduced by {code(s.sha[:12])} ({pr}by {prose(s.author, 80) or 'unknown'}{when}){after}; "
+            f"{prose(s.why, 200)}")
+
+
+def _suspects_section(result: ErrorAnalysisResult) -> str:
+    if not result.suspect_commits:
+        return ""
+    lines = ["## Why now: suspect commits"]
+    for s in result.suspect_commits:
+        lines.append(f"- {suspect_line(s)}: {_one_line(prose(s.subject, 200))} ({', '.join(code(x) for x in s.lines[:4])})")
+    return "\n".join(lines)
 
 
 def _prs_section(result: ErrorAnalysisResult) -> str:

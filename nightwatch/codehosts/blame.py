@@ -1,0 +1,125 @@
+"""Who last changed a line, from local git: `git blame --porcelain` of chosen lines, and the pull request that brought
+a commit to the default branch.
+
+Every failure here is an answer with fewer lines and the reason (a file no longer in the repository, a shallow clone,
+a blame that timed out on a huge file), never an exception: suspects are evidence, not a step that can fail a night.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import Field
+
+from nightwatch.codehosts.base import CodeHostError
+from nightwatch.models import Model
+
+_HEADER = re.compile(r"^(?P<sha>[0-9a-f]{40}) (?P<orig>\d+) (?P<final>\d+)(?: (?P<count>\d+))?$")
+MERGE = re.compile(r"^Merge pull request #(?P<number>\d+) from (?P<branch>\S+)")
+SQUASH = re.compile(r"^(?P<title>.+?) \(#(?P<number>\d+)\)$")
+FIELD, RECORD = "\x1f", "\x1e"
+IGNORE_REVS = ".git-blame-ignore-revs"  # formatting-only commits a team asked blame to look through
+
+
+class BlamedLine(Model):
+    line: int
+    sha: str
+    author: str = ""
+    committed_at: datetime | None = None
+    summary: str = ""
+    boundary: bool = False  # the oldest commit a shallow clone has: the line may be older still
+    path: str = ""  # the file's name in that commit (renames are followed)
+
+
+class Blame(Model):
+    lines: list[BlamedLine] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Landing(Model):
+    """How a commit reached the default branch: its pull request's merge, or itself."""
+
+    landed_at: datetime | None = None
+    pr_number: int | None = None
+    root: bool = False  # the repository's first commit: an import of what was there, not a change
+
+
+def parse_porcelain(text: str) -> list[BlamedLine]:
+    """`git blame --porcelain` output: one entry per final line; a commit's details are given once, then reused."""
+    commits: dict[str, dict[str, str]] = {}
+    out: list[BlamedLine] = []
+    current: dict[str, str] | None = None
+    final = 0
+    sha = ""
+    for raw in text.splitlines():
+        if raw.startswith("\t"):  # the line's content closes its entry
+            info = commits.get(sha, {})
+            moment = info.get("committer-time") or info.get("author-time")
+            out.append(BlamedLine(line=final, sha=sha, author=info.get("author", ""), summary=info.get("summary", ""),
+                                  committed_at=datetime.fromtimestamp(int(moment), tz=timezone.utc) if moment else None,
+                                  boundary="boundary" in info, path=info.get("filename", "")))
+            current = None
+            continue
+        header = _HEADER.match(raw)
+        if header and current is None:
+            sha, final = header["sha"], int(header["final"])
+            current = commits.setdefault(sha, {})
+            continue
+        if current is not None:
+            key, _, value = raw.partition(" ")
+            current[key] = value
+    return out
+
+
+def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float) -> Blame:
+    """Who last changed each of `lines` of `path` at HEAD (whitespace-only changes and moves within the file looked
+    through, and the commits a `.git-blame-ignore-revs` names)."""
+    wanted = sorted({n for n in lines if n > 0})
+    if not wanted:
+        return Blame()
+    ranges = [arg for n in wanted for arg in ("-L", f"{n},{n}")]
+    ignore = ["--ignore-revs-file", IGNORE_REVS] if (root / IGNORE_REVS).is_file() else []
+    try:
+        text = run_git(root, "blame", "--porcelain", "-w", "-M", *ignore, *ranges, "HEAD", "--", path, timeout=timeout)
+    except CodeHostError as exc:
+        return Blame(notes=[f"no blame for {path}: {str(exc)[:200]}"])
+    blamed = parse_porcelain(text)
+    notes = []
+    shallow = [b for b in blamed if b.boundary]
+    if shallow and (root / ".git" / "shallow").exists():
+        notes.append(f"{path}: {len(shallow)} line(s) older than this shallow clone's history")
+        blamed = [b for b in blamed if not b.boundary]
+    return Blame(lines=blamed, notes=notes)
+
+
+def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -> Landing:
+    """The merge of the pull request that brought `sha` to `branch_ref` (the oldest merge on the path between them),
+    or a squash commit's own number, or the commit itself."""
+    try:
+        own = run_git(root, "log", "-1", f"--format=%cI{FIELD}%s{FIELD}%P", sha, timeout=timeout).strip("\n").split(FIELD)
+        merges = run_git(root, "log", "--merges", "--ancestry-path", "--reverse", f"--format=%cI{FIELD}%s{RECORD}",
+                         f"{sha}..{branch_ref}", timeout=timeout)
+    except CodeHostError:
+        return Landing()
+    if len(own) == 3 and not own[2].strip():
+        return Landing(landed_at=datetime.fromisoformat(own[0]), root=True)
+    for record in merges.split(RECORD):
+        fields = record.strip("\n").split(FIELD)
+        if len(fields) == 2 and (match := MERGE.match(fields[1])):
+            return Landing(landed_at=datetime.fromisoformat(fields[0]), pr_number=int(match["number"]))
+    if len(own) == 3:
+        squash = SQUASH.match(own[1])
+        return Landing(landed_at=datetime.fromisoformat(own[0]), pr_number=int(squash["number"]) if squash else None)
+    return Landing()
+
+
+def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_lines: int = 40) -> str:
+    """What `sha` changed in `path` (renames followed), capped."""
+    try:
+        text = run_git(root, "show", "--format=", "--no-color", "-M", "--unified=2", sha, "--", path, timeout=timeout)
+    except CodeHostError:
+        return ""
+    body = [line for line in text.splitlines() if not line.startswith(("diff --git", "index ", "--- ", "+++ "))]
+    return "\n".join(body[:limit_lines]) + ("\n…" if len(body) > limit_lines else "")

@@ -1,0 +1,162 @@
+"""Suspect commits: real git (blame --porcelain, merges, squashes, renames, a shallow clone), scored and rendered."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from nightwatch.codehosts.blame import parse_porcelain
+from nightwatch.codehosts.local import LocalRepoHost
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, RunReport, SuspectCommit, Window
+from nightwatch.render.blocks import report_blocks
+from nightwatch.render.issue import issue_body
+from nightwatch.suspects import can_blame, suspect_commits
+
+FIRST_SEEN = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+
+
+def git(repo: Path, *args: str, when: datetime | None = None, author: str = "Dev") -> str:
+    moment = (when or FIRST_SEEN - timedelta(days=400)).isoformat()
+    env = {**os.environ, "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": f"{author.lower()}@example.com",
+           "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": f"{author.lower()}@example.com",
+           "GIT_AUTHOR_DATE": moment, "GIT_COMMITTER_DATE": moment}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def write(repo: Path, path: str, lines: list[str]) -> None:
+    target = repo / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def commit(repo: Path, message: str, when: datetime, author: str = "Dev") -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message, when=when, author=author)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+VIEW = ["def show(request, pk):", "    order = load(pk)", "    return render(order.total)", ""]
+MODEL = ["def load(pk):", "    row = find(pk)", "    return row", ""]
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    """An import, an old change, a merged PR two days before the error, a squash one hour after it."""
+    root = tmp_path / "shop"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    write(root, "app/views.py", VIEW)
+    write(root, "app/models.py", MODEL)
+    commit(root, "Import the shop", FIRST_SEEN - timedelta(days=900))
+    write(root, "app/models.py", ["def load(pk):", "    row = find(pk) or None", "    return row", ""])
+    commit(root, "Let load return None for a missing order", FIRST_SEEN - timedelta(days=300), author="Old")
+    git(root, "checkout", "-q", "-b", "feature/totals")
+    write(root, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total_cents)", ""])
+    commit(root, "Show totals in cents", FIRST_SEEN - timedelta(days=3), author="Priya")
+    git(root, "checkout", "-q", "main")
+    git(root, "merge", "-q", "--no-ff", "feature/totals", "-m", "Merge pull request #477 from acme/feature/totals",
+        when=FIRST_SEEN - timedelta(hours=50), author="Priya")
+    return root
+
+
+FRAMES = [("app/views.py", 3), ("app/models.py", 2)]
+
+
+def test_the_merged_change_to_the_crash_line_is_the_likely_suspect_and_the_import_is_none(repo: Path) -> None:
+    host = LocalRepoHost(repo)
+    assert can_blame(host)
+    suspects, notes = suspect_commits(host, FRAMES, FIRST_SEEN)
+    assert [s.subject for s in suspects] == ["Show totals in cents", "Let load return None for a missing order"]
+    best = suspects[0]
+    assert best.pr_number == 477 and best.author == "Priya" and best.confidence == "likely"
+    assert best.hours_before_first_seen == 50.0 and best.landed_at == FIRST_SEEN - timedelta(hours=50)
+    assert best.lines == ["app/views.py:3"] and "order.total_cents" in best.hunk
+    assert suspects[1].confidence == "possible" and suspects[1].lines == ["app/models.py:2"]
+    assert suspects[0].score > suspects[1].score
+
+
+def test_a_commit_that_landed_after_the_error_was_first_seen_is_not_its_cause(repo: Path) -> None:
+    write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total_cents or 0)", ""])
+    commit(repo, "Guard the total (#480)", FIRST_SEEN + timedelta(hours=1))
+    suspects, notes = suspect_commits(LocalRepoHost(repo), FRAMES, FIRST_SEEN)
+    assert [s.subject for s in suspects] == ["Let load return None for a missing order"]
+    assert any("after the error was first seen" in n for n in notes)
+    # Without a first-seen time the squash is a suspect, its number read from the subject
+    latest, _ = suspect_commits(LocalRepoHost(repo), FRAMES, None)
+    assert latest[0].pr_number == 480 and latest[0].hours_before_first_seen is None
+
+
+def test_renames_whitespace_and_missing_files_give_fewer_suspects_never_a_failure(repo: Path) -> None:
+    git(repo, "mv", "app/views.py", "app/order_views.py")
+    write(repo, "app/order_views.py", ["def show(request, pk):", "    order = load(pk)", "    return render( order.total_cents )", ""])
+    commit(repo, "Move the views", FIRST_SEEN - timedelta(hours=30))
+    suspects, notes = suspect_commits(LocalRepoHost(repo), [("app/order_views.py", 3), ("app/gone.py", 9)], FIRST_SEEN)
+    assert suspects[0].subject == "Show totals in cents"  # through the rename and a whitespace-only edit
+    assert any("app/gone.py" in n for n in notes)
+
+
+def test_a_shallow_clone_says_its_history_stops(repo: Path, tmp_path: Path) -> None:
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True, capture_output=True)
+    suspects, notes = suspect_commits(LocalRepoHost(shallow), FRAMES, FIRST_SEEN)
+    assert suspects == [] and any("shallow" in n for n in notes)
+
+
+def test_porcelain_repeats_a_commits_details_once() -> None:
+    sha = "a" * 40
+    text = (f"{sha} 3 3 2\nauthor Priya\nauthor-time 1700000000\ncommitter-time 1700000100\nsummary Fix it\n"
+            f"filename app/x.py\n\tline three\n{sha} 4 4\nfilename app/x.py\n\tline four\n")
+    lines = parse_porcelain(text)
+    assert [(b.line, b.author, b.summary) for b in lines] == [(3, "Priya", "Fix it"), (4, "Priya", "Fix it")]
+    assert lines[0].committed_at == datetime.fromtimestamp(1700000100, tz=timezone.utc)
+
+
+def test_commit_text_is_inert_in_the_issue_and_in_slack() -> None:
+    hostile = SuspectCommit(sha="b" * 40, subject="@acme/oncall see https://evil.example/x \u202e", author="<!channel> Eve",
+                            pr_number=12, lines=["app/x.py:3"], why="last changed the top frame's line",
+                            hours_before_first_seen=5, confidence="likely")
+    result = ErrorAnalysisResult(run_id="r", error=ErrorGroup(error_class="KeyError", transaction="t", message="m"),
+                                 suspect_commits=[hostile])
+    body = issue_body(result, "r", demo=False)
+    assert "## Why now: suspect commits" in body and "introduced by `bbbbbbbbbbbb`" in body
+    assert "@acme/oncall" not in body and "https://evil.example" not in body and "\u202e" not in body
+    report = RunReport(run_id="r", started_at=FIRST_SEEN, window=Window(start=FIRST_SEEN - timedelta(days=1), end=FIRST_SEEN),
+                       results=[result])
+    text = str(report_blocks(report))
+    assert "introduced by" in text and "<!channel>" not in text
+
+
+# The demo night, with no model: each planted bug's top suspect is the pull request its answer key says introduced it
+def test_every_demo_bug_whose_lines_history_changed_names_the_pull_request_that_introduced_it(tmp_path: Path) -> None:
+    import yaml
+
+    from nightwatch.evaluation import _is, exported_at, load_cases, prepare_repository
+    from nightwatch.runtime import DEMO_DIR
+    from nightwatch.sources.export_file import ExportFileSource
+    from nightwatch.trace_paths import PathMap, locate_frames
+
+    bugs = {b["id"]: b for b in yaml.safe_load((DEMO_DIR / "expected.yml").read_text(encoding="utf-8"))["bugs"]}
+    cases = [c for c in load_cases(Path(__file__).resolve().parents[1] / "evals") if c.source.demo]
+    named, checked = 0, 0
+    for case in cases:
+        repo = prepare_repository(case, tmp_path / case.id / "repo")
+        host = LocalRepoHost(repo)
+        moment = exported_at(case)
+        source = ExportFileSource(case.export)
+        window = Window(start=moment - timedelta(days=30), end=moment)
+        error = next(e for e in source.fetch_errors(window).errors if _is(e.error_class, e.transaction, case.error))
+        traces = locate_frames(source.fetch_traces(error, window), PathMap.of_host(host))
+        frames = [(f.file, f.line) for f in traces.in_app_frames if f.located and f.line]
+        suspects, notes = suspect_commits(host, frames, error.first_seen)
+        bug = bugs[case.id.removeprefix("demo-")]
+        checked += 1
+        if bug["introduced_by"] is None:
+            assert all(s.confidence == "possible" for s in suspects), case.id  # never "likely" where no PR introduced it
+        elif bug["line_added_by_pr"]:  # the pull request wrote a line of the stack: it is named first
+            assert suspects and suspects[0].pr_number == bug["introduced_by"], (case.id, [(s.pr_number, s.lines) for s in suspects], notes)
+            named += 1
+    assert checked == len(cases) >= 9 and named >= 5
