@@ -187,7 +187,7 @@ def _base_meta(old: dict[str, Any], result: ErrorAnalysisResult, detected_on: da
         "last_run_id": result.run_id,
         "runs": [],
     }
-    for key in ("agent", "model", "file_hashes", "route", "source", *OUTCOME_FIELDS):
+    for key in ("agent", "model", "file_hashes", "route", "source", "introduced_by", *OUTCOME_FIELDS):
         meta[key] = old.get(key)
     meta["fix_confirmed"] = bool(old.get("fix_confirmed", False))
     return _ordered(meta, old)
@@ -197,6 +197,7 @@ _ORDER = (
     *("error_class", "transaction", "message", "occurrences", "root_cause", "fix_confidence", "has_fix"),
     *("issue_number", "pr_number", "tags", "first_detected", "run_id", "iterations_used", "tokens_used"),
     *("fingerprint", "last_run_id", "runs", "agent", "model", "file_hashes", "fix_confirmed", "route", "source"),
+    "introduced_by",
 )
 # What people did with the analysis (knowledge_store/outcomes.py): kept across analyses, absent until known.
 OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state", "regressed_at", "fix_digest",
@@ -223,7 +224,19 @@ def _analysis_meta(result: ErrorAnalysisResult, file_hashes: dict[str, str] | No
         "file_hashes": dict(sorted((file_hashes or {}).items())),
         "route": result.verdict.route if result.verdict else None,
         "source": result.source,
+        "introduced_by": _introduced_by(result),
     }
+
+
+def _introduced_by(result: ErrorAnalysisResult) -> str | None:
+    """The best suspect commit, in a line: "<sha> (PR #n, by author, landed <when>; likely, first seen N h after)"."""
+    if not result.suspect_commits:
+        return None
+    s = result.suspect_commits[0]
+    parts = [f"PR #{s.pr_number}" if s.pr_number else "", f"by {clean(s.author, 80)[0]}" if s.author else "",
+             f"landed {s.landed_at:%Y-%m-%d %H:%M} UTC" if s.landed_at else ""]
+    after = f", first seen {s.hours_before_first_seen:.0f} h after" if s.hours_before_first_seen is not None else ""
+    return f"{s.sha[:12]} ({', '.join(p for p in parts if p)}; {s.confidence}{after})"
 
 
 def _detected_on(result: ErrorAnalysisResult, detected_at: datetime | date | None) -> date:

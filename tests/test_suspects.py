@@ -160,3 +160,16 @@ def test_every_demo_bug_whose_lines_history_changed_names_the_pull_request_that_
             assert suspects and suspects[0].pr_number == bug["introduced_by"], (case.id, [(s.pr_number, s.lines) for s in suspects], notes)
             named += 1
     assert checked == len(cases) >= 9 and named >= 5
+
+
+def test_the_knowledge_document_keeps_who_introduced_it(tmp_path: Path) -> None:
+    from knowledge_store.documents import read_doc, write_error_doc
+    from nightwatch.models import Analysis
+
+    suspect = SuspectCommit(sha="c" * 40, author="Priya", pr_number=477, landed_at=FIRST_SEEN - timedelta(hours=50),
+                            hours_before_first_seen=50, confidence="likely")
+    result = ErrorAnalysisResult(run_id="r", error=ErrorGroup(error_class="KeyError", transaction="t", message="m"),
+                                 analysis=Analysis(title="t", reasoning="r", root_cause="c", has_fix=False, confidence="medium"),
+                                 suspect_commits=[suspect])
+    meta, _ = read_doc(write_error_doc(result, tmp_path, detected_at=FIRST_SEEN))
+    assert meta["introduced_by"] == "cccccccccccc (PR #477, by Priya, landed 2026-11-18 10:00 UTC; likely, first seen 50 h after)"
