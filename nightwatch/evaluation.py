@@ -11,6 +11,7 @@ this module never imports Prefect.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -30,7 +31,7 @@ from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.trace_paths import PathMap, locate_frames, mapped_share
 
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
-CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths")
+CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "suspect", "suspect_top3", "evidence")
 
 
 class EvalError(Exception):
@@ -79,6 +80,7 @@ class EvalCase(Model):
     root_cause_keywords: list[str] = Field(default_factory=list)
     noise: list[CaseError] = Field(default_factory=list)
     regression_test: str = ""  # the test the real fix added, as its runner names it (pytest node id, Django label)
+    introduced_by: str | None = None  # the commit the real fix's lines came from (scripts/history_slices.py)
     notes: str = ""
     folder: Path = Path(".")
 
@@ -113,6 +115,7 @@ class CaseScore(Model):
     cost_usd: float = 0.0
     iterations: int = 0
     seconds: float = 0.0
+    suspects: list[str] = Field(default_factory=list)  # the night's suspect commits, by their real sha
     failure: str = ""
 
 
@@ -156,6 +159,9 @@ def exported_at(case: EvalCase) -> datetime:
 # repositories -----------------------------------------------------------------------------------------------
 
 
+HISTORY = "history.bundle"  # the history of the case's files (scripts/history_slices.py)
+
+
 def prepare_repository(case: EvalCase, dest: Path, checkout: Path | None = None) -> Path:
     """A git checkout of the case's code at `dest`: the demo application, the case's vendored files, or
     `source.commit` of a local clone (`--repo`)."""
@@ -169,6 +175,11 @@ def prepare_repository(case: EvalCase, dest: Path, checkout: Path | None = None)
     dest.mkdir(parents=True)
     if checkout is not None:
         _extract_commit(Path(checkout), case.source.commit, dest)
+    elif (case.folder / HISTORY).is_file():  # the vendored files with their real history: suspects can be blamed
+        shutil.rmtree(dest)
+        subprocess.run(["git", "clone", "-q", "--branch", "main", str((case.folder / HISTORY).resolve()), str(dest)],
+                       check=True, capture_output=True, timeout=300)
+        return dest
     else:
         vendored = case.folder / "repo"
         if not vendored.is_dir():
@@ -243,7 +254,46 @@ def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: f
         return out
     _score_analysis(case, result, out)
     _score_pr(case, result, report, out, repo)
+    _score_suspects(case, result, out, repo)
     return out
+
+
+def _score_suspects(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore, repo: Path | None) -> None:
+    """With no model: is the commit that introduced the error (the case's ground truth) the first suspect, or in the
+    top three? Only where the case records its history (a slice's commits name the real ones in a trailer)."""
+    if not case.introduced_by or repo is None or not (case.folder / HISTORY).is_file():
+        return
+    named = [_original_commit(repo, s.sha) for s in result.suspect_commits]
+    out.suspects = [n[:12] for n in named]
+    out.checks["suspect"] = bool(named) and named[0] == case.introduced_by
+    out.checks["suspect_top3"] = case.introduced_by in named[:3]
+
+
+def _original_commit(repo: Path, sha: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%(trailers:key=Original-Commit,valueonly)", sha],
+                          capture_output=True, text=True, check=False, timeout=60)
+    return proc.stdout.strip() or sha
+
+
+def evidence_recall(case: EvalCase, home: Path) -> bool | None:
+    """Were the real fix's file and lines already in the night's first message (a preview that shows them)?"""
+    research = _research_of(case, home)
+    if research is None or not case.source.repository:
+        return None
+    previews: dict[str, str] = research.get("file_previews", {})
+    span = case.origin
+    shown = {int(m) for m in re.findall(r"^\s*(\d+)\| ", previews.get(span.file, ""), flags=re.M)}
+    first, last = span.range or (0, 0)
+    return bool(shown & set(range(first, last + 1)))
+
+
+def _research_of(case: EvalCase, home: Path) -> dict[str, Any] | None:
+    for stash in sorted(home.glob("runs/*/triage-inputs.json")):
+        night = json.loads(stash.read_text(encoding="utf-8"))
+        for error, research in zip(night.get("errors", []), night.get("research", [])):
+            if _is(error["error_class"], error["transaction"], case.error):
+                return research
+    return None
 
 
 def _score_analysis(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore) -> None:
@@ -322,7 +372,9 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
         return failed(case, f"the night crashed: {str(exc)[:300]}")
     seconds = time.monotonic() - started
     (home / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")  # for a reader of the scores
-    return score(case, report, frame_mapping(case, repo), seconds, repo)
+    out = score(case, report, frame_mapping(case, repo), seconds, repo)
+    out.checks["evidence"] = evidence_recall(case, home)
+    return out
 
 
 # summary and baseline ---------------------------------------------------------------------------------------

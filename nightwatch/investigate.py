@@ -22,6 +22,7 @@ from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
+from nightwatch.suspects import can_blame, suspect_commits
 from nightwatch.tokens import TokenCounter
 
 
@@ -87,12 +88,23 @@ def investigate_error(subject: Investigation, kit: AgentKit, *, raise_on_interru
     first = investigation_message(subject.error, subject.traces, subject.research, subject.cross_error, kit.policy.cache_ttl)
     outcome = run_agent(kit.client, runner, config, first, counter=kit.counter, run_budget=kit.run_budget,
                         checkpoints=kit.checkpoints)
-    result = _result(subject, kit, config, outcome, runner, started)
+    result = _with_fix_suspects(_result(subject, kit, config, outcome, runner, started), subject, kit.cache.host)
     if outcome.interrupted and raise_on_interrupt:
         raise InvestigationInterrupted(result)
     if kit.checkpoints is not None and not outcome.interrupted:
         kit.checkpoints.clear()
     return result
+
+
+def _with_fix_suspects(result: ErrorAnalysisResult, subject: Investigation, host: object) -> ErrorAnalysisResult:
+    """Suspects ranked again once the analysis says where the error starts: the commit that wrote that line may not
+    be in the stack at all (a value built in a caller, a URL pattern). Blame only: no model call."""
+    origin = result.analysis.origin if result.analysis else None
+    if origin is None or not origin.line or not can_blame(host):
+        return result
+    frames = [(f.file, f.line) for f in subject.traces.in_app_frames if f.located and f.line]
+    suspects, _ = suspect_commits(host, frames, subject.error.first_seen, fix_lines=[(origin.file, origin.line)])  # type: ignore[arg-type]
+    return result.model_copy(update={"suspect_commits": suspects}) if suspects else result
 
 
 def _loop_config(subject: Investigation, kit: AgentKit) -> LoopConfig:

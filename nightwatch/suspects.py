@@ -41,12 +41,14 @@ def can_blame(host: object) -> bool:
 
 
 def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_seen: datetime | None,
-                    limit: int = MAX_SUSPECTS) -> tuple[list[SuspectCommit], list[str]]:
-    """(suspects, best first; notes on what could not be blamed) for in-app `frames` (file, line), top frame first."""
+                    limit: int = MAX_SUSPECTS, fix_lines: Iterable[tuple[str, int]] = ()) -> tuple[list[SuspectCommit], list[str]]:
+    """(suspects, best first; notes on what could not be blamed) for in-app `frames` (file, line), top frame first,
+    and the lines an analysis would change (`fix_lines`: where it says the error starts), which weigh as the top frame."""
     stack = _distinct(frames)[:MAX_FRAMES]
-    blamed, notes = _blame_stack(host, stack)
+    fixes = [f for f in _distinct(fix_lines) if f not in stack[:1]]
+    blamed, notes = _blame_stack(host, stack + fixes)
     by_sha: dict[str, list[tuple[int, BlamedLine, str]]] = {}
-    for depth, (file, line) in enumerate(stack):
+    for depth, (file, line) in [*((0, f) for f in fixes), *enumerate(stack)]:
         hit = blamed.get((file, line))
         if hit is not None:
             by_sha.setdefault(hit.sha, []).append((depth, hit, file))
@@ -61,13 +63,21 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
         if first_seen and landed and landed > first_seen + LANDED_AFTER_GRACE:
             late += 1
             continue
-        suspects.append(_suspect(host, sha, hits, landing, landed, first_seen))
+        suspects.append(_suspect(host, sha, hits, landing, landed, first_seen, set(fixes)))
     if imported:
         notes.append("lines unchanged since the repository's first commit (an import, not a change) name no suspect")
     if late:
         notes.append(f"{late} commit(s) that last changed these lines landed after the error was first seen")
-    suspects.sort(key=lambda s: (-s.score, s.sha))
+    suspects.sort(key=lambda s: (-s.score, -(s.landed_at.timestamp() if s.landed_at else 0), s.sha))  # ties: the newer
     return suspects[:limit], notes
+
+
+def _why(hits: list[tuple[int, BlamedLine, str]], fixes: set[tuple[str, int]]) -> str:
+    if any((file, b.line) in fixes for _, b, file in hits):
+        return "last changed the line where the analysis says the error starts"
+    if any(depth == 0 for depth, _, _ in hits):
+        return "last changed the top frame's line"
+    return f"last changed {len(hits)} line(s) deeper in the stack"
 
 
 def _distinct(frames: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -89,15 +99,15 @@ def _blame_stack(host: BlameHost, stack: list[tuple[str, int]]) -> tuple[dict[tu
 
 
 def _suspect(host: BlameHost, sha: str, hits: list[tuple[int, BlamedLine, str]], landing: Landing,
-             landed: datetime | None, first_seen: datetime | None) -> SuspectCommit:
+             landed: datetime | None, first_seen: datetime | None, fixes: set[tuple[str, int]]) -> SuspectCommit:
     weight = sum(1.0 / (1 + depth) for depth, _, _ in hits)
     hours = (first_seen - landed).total_seconds() / 3600 if first_seen and landed else None
     recency = 1 + 1 / (1 + max(hours, 0.0) / 24) if hours is not None else 1.0
-    top = hits[0][0] == 0
+    top = any(depth == 0 for depth, _, _ in hits)
     likely = top and hours is not None and hours <= LIKELY_WITHIN.total_seconds() / 3600
     first = hits[0][1]
     lines = [f"{file}:{b.line}" for _, b, file in hits]
-    why = "last changed the top frame's line" if top else f"last changed {len(hits)} line(s) deeper in the stack"
+    why = _why(hits, fixes)
     return SuspectCommit(
         sha=sha, subject=redact(first.summary)[:200], author=redact(first.author)[:80], landed_at=landed,
         pr_number=landing.pr_number, pr_url=host.pull_url(landing.pr_number) if landing.pr_number else "",

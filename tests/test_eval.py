@@ -77,6 +77,19 @@ def test_each_real_case_points_at_lines_of_its_own_code(case: EvalCase, tmp_path
     assert in_app and mapped == in_app  # production paths (Capistrano, Docker, Heroku…) all map to the checkout
 
 
+@pytest.mark.parametrize("case", REAL, ids=[c.id for c in REAL])
+def test_each_real_case_carries_the_history_of_its_files_and_who_introduced_the_error(case: EvalCase, tmp_path: Path) -> None:
+    repo = prepare_repository(case, tmp_path / "repo")
+    vendored = sorted(str(p.relative_to(case.folder / "repo")) for p in (case.folder / "repo").rglob("*") if p.is_file())
+    checked_out = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
+    assert checked_out == vendored  # the history's last commit is the vendored code
+    assert all((repo / f).read_bytes() == (case.folder / "repo" / f).read_bytes() for f in vendored)
+    originals = subprocess.run(["git", "-C", str(repo), "log", "--format=%(trailers:key=Original-Commit,valueonly)"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert len(originals) >= 20 and all(len(sha) == 40 for sha in originals)  # real commits, up to the fix's parent
+    assert case.introduced_by in originals  # the ground truth is a commit of that history
+
+
 def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> None:
     now = [CaseScore(case="a", checks={"crash": False, "origin": True, "pr": None})]
     assert regressions(now, {"a": {"crash": True, "origin": True}}) == ["a: crash passed in the baseline and fails now"]
