@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -28,12 +29,21 @@ def _stop(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(event: sys.UnraisableHookArgs) -> None:
+    """A stop signal that landed inside a finalizer (a weakref callback, a __del__) is swallowed there and printed as
+    "Exception ignored ... KeyboardInterrupt": serving would go on until the grace timer. End now, quietly."""
+    if _STOPPING.is_set() and isinstance(event.exc_value, KeyboardInterrupt):
+        os._exit(0)
+    sys.__unraisablehook__(event)
+
+
 def main() -> None:
     environment.configure(Path(os.environ.get("NIGHTWATCH_HOME", ".nightwatch")).resolve(), log_level="INFO")
     from prefect import serve
 
     from deployments.definitions import build_collect_deployment, build_deployments
 
+    sys.unraisablehook = _unraisable
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     block = os.environ.get("NIGHTWATCH_SETTINGS_BLOCK")

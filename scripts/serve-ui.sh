@@ -16,7 +16,9 @@ serve=""
 stop() {  # every process of `make ui` ends within 5 s: INT to the serving process, TERM to the server, then KILL
   # The serving process gets INT, never TERM: Prefect's runner replaces its TERM handler with one that exits from
   # inside the event loop (a traceback when it lands during shutdown); INT stays deployments/serve.py's own.
-  [ -n "$serve" ] && kill -INT $serve 2>/dev/null || true
+  # After Ctrl-C ("$1" = group) the whole process group already has its INT: a second one would land while the
+  # serving process shuts down and print a KeyboardInterrupt traceback.
+  [ "${1:-}" != group ] && [ -n "$serve" ] && kill -INT $serve 2>/dev/null || true
   kill -TERM $server 2>/dev/null || true
   for _ in $(seq 1 20); do
     { [ -n "$serve" ] && kill -0 "$serve" 2>/dev/null; } || kill -0 "$server" 2>/dev/null || break
@@ -24,7 +26,8 @@ stop() {  # every process of `make ui` ends within 5 s: INT to the serving proce
   done
   kill -KILL $serve $server 2>/dev/null || true
 }
-trap 'stop; exit 0' INT TERM
+trap 'stop group; exit 0' INT
+trap 'stop; exit 0' TERM
 trap stop EXIT
 for _ in $(seq 1 90); do
   if .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen('$PREFECT_API_URL/health', timeout=1)" 2>/dev/null; then break; fi

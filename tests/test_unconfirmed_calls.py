@@ -105,9 +105,10 @@ def test_a_stall_past_the_client_timeout_is_an_unconfirmed_row(tmp_path):
 
 
 def test_a_stall_the_sdk_retries_is_metered_too(tmp_path):
+    # The retried calls must answer within the timeout on a loaded machine: a 2 s timeout, a 6 s stall
     with FakeAnthropic() as fake:
-        fake.fail_next("POST", "/v1/messages", slow(1.5))
-        outcome = _investigate(tmp_path, fake, retries=2, timeout_s=0.3)
+        fake.fail_next("POST", "/v1/messages", slow(6))
+        outcome = _investigate(tmp_path, fake, retries=2, timeout_s=2.0)
         bodies = fake.message_bodies()
     assert outcome.failure is None and len(bodies) == len(outcome.calls)
     assert [c.status for c in outcome.calls] == ["unconfirmed"] + ["ok"] * (len(bodies) - 1)
