@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from capture_newrelic_python import AGENT, INI, make_environment, read_audit_log  # noqa: E402
+from python_evals.common import expected_yml  # noqa: E402
 
 from nightwatch.sources.agent_capture import export_of  # noqa: E402
 
@@ -296,31 +297,6 @@ def changed_lines(git_dir: str, case: dict, path: str) -> set[int]:
     return lines
 
 
-def yaml_str(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def expected_yml(case: dict, error: tuple[str, str], crash: tuple[str, int]) -> str:
-    lines = [f"id: ctfd-{case['slug']}", f"title: {yaml_str(case['title'])}", "source:",
-             f"  repository: {REPOSITORY}", f"  commit: {case['parent']}", f"  fix_commit: {case['fix']}",
-             "  license: Apache-2.0", "error:", f"  error_class: {yaml_str(error[0])}",
-             f"  transaction: {yaml_str(error[1])}", "route: deep", "crash:", f"  file: {crash[0]}",
-             f"  line: {crash[1]}", "origin:", f"  file: {case['origin'][0]}",
-             f"  lines: [{case['origin'][1][0]}, {case['origin'][1][1]}]"]
-    lines.append("alternatives:" if case["alternatives"] else "alternatives: []")
-    for file, (start, end) in case["alternatives"]:
-        lines += [f"  - file: {file}", f"    lines: [{start}, {end}]"]
-    lines.append(f"root_cause_keywords: [{', '.join(yaml_str(k) for k in case['keywords'])}]")
-    if case.get("noise"):
-        lines.append("noise:")
-        for error_class, transaction in case["noise"]:
-            lines += [f"  - error_class: {yaml_str(error_class)}", f"    transaction: {yaml_str(transaction)}"]
-    if case.get("test"):
-        lines.append(f"regression_test: {case['test']}")
-    lines.append(f"notes: {yaml_str(case['notes'])}")
-    return "\n".join(lines) + "\n"
-
-
 def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     export = export_of(payloads, APP_NAME, account_id=ACCOUNT_ID)
     detail = the_error(export, case)
@@ -347,7 +323,7 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     (folder / "repo").mkdir(parents=True)
     (folder / "export.json").write_text(json.dumps(export, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     error = (detail["error_class"], detail["transaction"])
-    (folder / "expected.yml").write_text(expected_yml(case, error, crash), encoding="utf-8")
+    (folder / "expected.yml").write_text(expected_yml(f"ctfd-{case['slug']}", (REPOSITORY, "Apache-2.0"), case, error, crash, folder / "expected.yml"), encoding="utf-8")
     root = case["root"].rstrip("/") + "/"
     in_trace = {p[len(root):] for t in detail["error_traces"]["data"]["actor"]["account"]["nrql"]["results"]
                 for p, _ in trace_frames(t["stackTrace"])

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from capture_newrelic_python import AGENT, INI, make_environment, read_audit_log  # noqa: E402
+from python_evals.common import expected_yml  # noqa: E402
 
 from nightwatch.sources.agent_capture import export_of  # noqa: E402
 
@@ -261,31 +262,6 @@ def app_frames(export: dict, case: dict, error: list[str]) -> list[tuple[str, in
     raise SystemExit(f"{case['slug']}: no error {error} with a trace in the capture")
 
 
-def yaml_str(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def expected_yml(case: dict) -> str:
-    lines = [f"id: healthchecks-{case['slug']}", f"title: {yaml_str(case['title'])}", "source:",
-             f"  repository: {REPOSITORY}", f"  commit: {case['parent']}", f"  fix_commit: {case['fix']}",
-             "  license: BSD-3-Clause", "error:", f"  error_class: {yaml_str(case['error'][0])}",
-             f"  transaction: {yaml_str(case['error'][1])}", "route: deep", "crash:", f"  file: {case['crash'][0]}",
-             f"  line: {case['crash'][1]}", "origin:", f"  file: {case['origin'][0]}",
-             f"  lines: [{case['origin'][1][0]}, {case['origin'][1][1]}]"]
-    lines.append("alternatives:" if case["alternatives"] else "alternatives: []")
-    for file, (start, end) in case["alternatives"]:
-        lines += [f"  - file: {file}", f"    lines: [{start}, {end}]"]
-    lines.append(f"root_cause_keywords: [{', '.join(yaml_str(k) for k in case['keywords'])}]")
-    if case.get("noise"):
-        lines.append("noise:")
-        for error_class, transaction in case["noise"]:
-            lines += [f"  - error_class: {yaml_str(error_class)}", f"    transaction: {yaml_str(transaction)}"]
-    if case.get("test"):
-        lines.append(f"regression_test: {case['test']}")
-    lines.append(f"notes: {yaml_str(case['notes'])}")
-    return "\n".join(lines) + "\n"
-
-
 def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     export = export_of(payloads, APP_NAME, account_id=ACCOUNT_ID)
     found = app_frames(export, case, case["error"])[-1]
@@ -312,7 +288,7 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
 def write_files(git_dir: str, case: dict, folder: Path, export: dict) -> None:
     """expected.yml, and repo/: the LICENSE, every in-app file of the case's traces, the fix's files and the rest the
     night needs, at the parent."""
-    (folder / "expected.yml").write_text(expected_yml(case), encoding="utf-8")
+    (folder / "expected.yml").write_text(expected_yml(f"healthchecks-{case['slug']}", (REPOSITORY, "BSD-3-Clause"), case, tuple(case["error"]), tuple(case["crash"]), folder / "expected.yml"), encoding="utf-8")
     traced = {path for error in [case["error"], *case.get("noise", [])] for path, _ in app_frames(export, case, error)}
     wanted = {"LICENSE", case["crash"][0], case["origin"][0], *(a[0] for a in case["alternatives"]), *case["files"],
               *traced}
