@@ -9,6 +9,7 @@ list, each with its own throwaway Prefect API. The scores do not depend on the o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -101,12 +102,6 @@ def default_jobs() -> int:
 def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_confidence: str, jobs: int) -> list[CaseScore]:
     """Every case's score, in the cases' order; `jobs` nights at a time."""
     scores: list[CaseScore | None] = [None] * len(cases)
-    if jobs == 1:
-        night = _night_runner(pr_min_confidence)
-        for i, case in enumerate(cases):
-            run_log.say(f"eval: {case.id}")
-            scores[i] = run_case(case, root, night, checkout)
-        return [s for s in scores if s is not None]
     template = Path(os.environ.get("PREFECT_HOME", root / "prefect")) / "prefect.db"
     taken = iter(range(len(cases)))
     lock = threading.Lock()
@@ -123,13 +118,14 @@ def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_
                 scores[i] = failed(cases[i], f"the worker process running the night died: {str(exc)[:300]}")
 
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no Prefect state or threads forked
-    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context, initializer=_worker_start,
-                             initargs=(str(root), str(template))) as pool:
+    workers = ProcessPoolExecutor(max_workers=jobs - 1, mp_context=context, initializer=_worker_start,
+                                  initargs=(str(root), str(template))) if jobs > 1 else contextlib.nullcontext()
+    with workers as pool:
         feeders = [threading.Thread(target=feed, args=(pool,), daemon=True) for _ in range(jobs - 1)]
         for feeder in feeders:
             feeder.start()
         night = _night_runner(pr_min_confidence)
-        while (i := next_case()) is not None:
+        while (i := next_case()) is not None:  # this process runs nights too
             run_log.say(f"eval: {cases[i].id}")
             scores[i] = run_case(cases[i], root, night, checkout)
         for feeder in feeders:

@@ -22,7 +22,7 @@ from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
-from nightwatch.suspects import can_blame, suspect_commits
+from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 from nightwatch.tokens import TokenCounter
 
 
@@ -102,8 +102,8 @@ def _with_fix_suspects(result: ErrorAnalysisResult, subject: Investigation, host
     origin = result.analysis.origin if result.analysis else None
     if origin is None or not origin.line or not can_blame(host):
         return result
-    frames = [(f.file, f.line) for f in subject.traces.in_app_frames if f.located and f.line]
-    suspects, _ = suspect_commits(host, frames, subject.error.first_seen, fix_lines=[(origin.file, origin.line)])  # type: ignore[arg-type]
+    suspects, _ = suspect_commits(host, blamable_frames(subject.traces), subject.error.first_seen,  # type: ignore[arg-type]
+                                  fix_lines=[(origin.file, origin.line)])
     return result.model_copy(update={"suspect_commits": suspects}) if suspects else result
 
 

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import CorrelatedPR, ErrorGroup, Model, PriorAnalysis, SuspectCommit, TraceData
-from nightwatch.suspects import can_blame, suspect_commits
+from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 from nightwatch.tokens import estimate_text
 
 PREVIEW_LINES = 100
@@ -139,7 +139,7 @@ def research_error(
 
 def _add_suspects(ctx: ResearchContext, host: CodeHost, error: ErrorGroup, traces: TraceData) -> None:
     """The commits that last changed the stack's lines (nightwatch.suspects), where the host can blame."""
-    frames = [(f.file, f.line) for f in traces.in_app_frames if f.located and f.line]
+    frames = blamable_frames(traces)
     if not frames:
         return
     if not can_blame(host):

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
-from nightwatch.models import SuspectCommit
+from nightwatch.models import SuspectCommit, TraceData
 from nightwatch.redact import redact
 
 LIKELY_WITHIN = timedelta(hours=72)
@@ -38,6 +38,11 @@ class BlameHost(Protocol):
 
 def can_blame(host: object) -> bool:
     return all(callable(getattr(host, name, None)) for name in ("blame", "landing", "hunk", "pull_url"))
+
+
+def blamable_frames(traces: TraceData) -> list[tuple[str, int]]:
+    """(file, line) of the in-app frames found in the repository, top frame first."""
+    return [(f.file, f.line) for f in traces.in_app_frames if f.located and f.line]
 
 
 def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_seen: datetime | None,

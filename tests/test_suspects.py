@@ -14,7 +14,7 @@ from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, RunReport, SuspectCommit, Window
 from nightwatch.render.blocks import report_blocks
 from nightwatch.render.issue import issue_body
-from nightwatch.suspects import can_blame, suspect_commits
+from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 
 FIRST_SEEN = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 
@@ -150,8 +150,7 @@ def test_every_demo_bug_whose_lines_history_changed_names_the_pull_request_that_
         window = Window(start=moment - timedelta(days=30), end=moment)
         error = next(e for e in source.fetch_errors(window).errors if _is(e.error_class, e.transaction, case.error))
         traces = locate_frames(source.fetch_traces(error, window), PathMap.of_host(host))
-        frames = [(f.file, f.line) for f in traces.in_app_frames if f.located and f.line]
-        suspects, notes = suspect_commits(host, frames, error.first_seen)
+        suspects, notes = suspect_commits(host, blamable_frames(traces), error.first_seen)
         bug = bugs[case.id.removeprefix("demo-")]
         checked += 1
         if bug["introduced_by"] is None:
