@@ -1,0 +1,242 @@
+"""Run an application's code (its tests, a regression test a model wrote) in a bubblewrap sandbox.
+
+What runs here may have been written by a model that read a hostile error message, so it may try anything.
+Each run gets:
+  - a private copy of the tree it is given, on a size-capped tmpfs at /work (the copy on disk, the user's
+    checkout, NIGHTWATCH_HOME, the Prefect home and $HOME are not mounted at all);
+  - read-only system folders (/usr and a few files of /etc), the test environment's folders, nothing else;
+  - its own network namespace (loopback only) unless `network=True` (the test environment's set-up), its own
+    pid, ipc and uts namespaces, a new session (no terminal to inject into);
+  - an environment of its own: PATH, HOME=/tmp/home, LANG, TMPDIR and what the caller names; never a variable
+    of NightWatch's;
+  - limits: CPU seconds, address space, file size and processes (rlimits through `prlimit`), a wall clock after
+    which its whole process group and pid namespace are killed;
+  - as root, an unprivileged uid (`setpriv`), so that the process limit holds (root is exempt from it).
+Output (stdout and stderr together) is capped while it is read and redacted before anyone sees it.
+Without bubblewrap nothing runs: the result says "not run: bubblewrap is not installed".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nightwatch.redact import REDACTED, redact
+
+SANDBOX_UID = 65534  # as root, the sandbox runs as this uid (nobody): the process limit does not bind root
+WORK = "/work"
+_ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
+        "alternatives", "ssl", "ca-certificates", "mime.types", "timezone", "python3", "pip.conf")
+_SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_MIB = 1024 * 1024
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot run here (bubblewrap or util-linux missing, namespaces refused): nothing runs."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 120.0
+    cpu_s: int = 120
+    memory_mb: int = 2048
+    file_mb: int = 64
+    processes: int = 64
+    work_mb: int = 1024  # the tmpfs holding the copy of the tree
+    tmp_mb: int = 256
+    output_bytes: int = 64_000  # kept of the output: its first and last halves
+
+
+@dataclass
+class SandboxRun:
+    """What one command did inside the sandbox. `output` is capped and redacted."""
+
+    command: list[str]
+    exit_code: int | None  # None: killed at the wall clock or never started
+    output: str
+    seconds: float
+    timed_out: bool = False
+    output_cut: bool = False
+    not_run: str | None = None  # why nothing ran
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def outcome(self) -> str:
+        if self.not_run:
+            return f"not run: {self.not_run}"
+        if self.timed_out:
+            return f"killed at the {self.limits.wall_s:g} s limit"
+        if self.exit_code is not None and self.exit_code < 0:
+            return f"killed by signal {-self.exit_code} ({signal.Signals(-self.exit_code).name})"
+        return "passed" if self.exit_code == 0 else f"failed (exit {self.exit_code})"
+
+
+def unavailable_reason() -> str | None:
+    """Why no sandbox can run on this machine, or None."""
+    if not shutil.which("bwrap"):
+        return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    if not shutil.which("prlimit"):
+        return "prlimit (util-linux) is not installed"
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        return "setpriv (util-linux) is not installed: as root the sandbox must drop to an unprivileged uid"
+    return None
+
+
+def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
+        limits: Limits = Limits(), network: bool = False, writable: list[Path] = (),  # type: ignore[assignment]
+        secrets: list[str] = (), stdin: bytes | None = None) -> SandboxRun:  # type: ignore[assignment]
+    """Run `command` in /work, a private copy of `tree`. `mounts`: folders visible read-only at their own paths (a
+    test environment, its interpreter); `writable`: folders visible read-write at their own paths (only the test
+    environment while it is made). `secrets`: literal values to redact from the output besides the usual rules."""
+    reason = unavailable_reason()
+    if reason:
+        return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, not_run=reason, limits=limits)
+    argv = _argv(command, tree, list(mounts), list(writable), env or {}, limits, network)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
+    except OSError as exc:
+        return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, limits=limits,
+                          not_run=f"bubblewrap could not start ({exc.strerror or exc})")
+    reader = _CappedReader(proc.stdout, limits.output_bytes)  # type: ignore[arg-type]
+    reader.start()
+    if stdin is not None:
+        _feed(proc, stdin)
+    timed_out = False
+    try:
+        proc.wait(timeout=limits.wall_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        proc.wait()
+    reader.join(timeout=10)
+    seconds = time.monotonic() - started
+    text, cut = reader.text()
+    return SandboxRun(command=command, exit_code=None if timed_out else proc.returncode, seconds=round(seconds, 2),
+                      output=scrub(text, secrets), timed_out=timed_out, output_cut=cut, limits=limits)
+
+
+def scrub(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
+    """Redact the output: the literal secrets NightWatch holds, then every rule of nightwatch.redact."""
+    for value in sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return redact(text.replace("\x00", ""))
+
+
+def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Path], env: dict[str, str],
+          limits: Limits, network: bool) -> list[str]:
+    root = os.geteuid() == 0
+    processes = limits.processes + (0 if root else _processes_of(os.getuid()))
+    argv = ["prlimit", f"--cpu={limits.cpu_s}", f"--as={limits.memory_mb * _MIB}", f"--fsize={limits.file_mb * _MIB}",
+            f"--nproc={processes}", "--core=0", "--", "bwrap"]
+    if not root:
+        argv.append("--unshare-user")
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+             "--new-session", "--hostname", "sandbox"]
+    if not network:
+        argv.append("--unshare-net")
+    for name in _SYSTEM:
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--perms", "0755", "--dir", "/etc"]
+    for name in _ETC:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    if network:
+        argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+    argv += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(limits.tmp_mb * _MIB), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(limits.work_mb * _MIB), "--tmpfs", WORK,
+             "--ro-bind", str(tree), "/src"]
+    made: set[Path] = {Path("/"), Path("/tmp"), Path(WORK)}
+    for path, how in [*((p.resolve(), "--ro-bind") for p in mounts if p.exists()),
+                      *((p.resolve(), "--bind") for p in writable)]:
+        for parent in reversed(path.parents):  # bubblewrap would make them 0700: the unprivileged uid could not pass
+            if parent not in made and not parent.is_relative_to("/usr"):
+                argv += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        argv += [how, str(path), str(path)]
+    base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "true"}
+    argv.append("--clearenv")
+    for key, value in {**base_env, **env}.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", WORK]
+    if root:
+        argv += ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--no-new-privs",
+                 "--inh-caps=-all", "--bounding-set=-all", "--"]
+    # The tree is copied into the tmpfs (no .git: a test has no business with history), then the command runs.
+    argv += ["/bin/sh", "-c", 'mkdir -p /tmp/home && cp -R /src/. /work/ && exec "$@"', "sandbox", *command]
+    return argv
+
+
+def _processes_of(uid: int) -> int:
+    """How many processes (threads count too, as for RLIMIT_NPROC) `uid` has now."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += sum(1 for _ in (entry / "task").iterdir())
+            except OSError:
+                continue
+    return count
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL bubblewrap's process group; its pid namespace dies with its first process, taking every process the
+    command started (also those in a session of their own)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _feed(proc: subprocess.Popen, data: bytes) -> None:
+    def write() -> None:
+        try:
+            proc.stdin.write(data)  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError):
+            pass
+    threading.Thread(target=write, daemon=True).start()
+
+
+class _CappedReader(threading.Thread):
+    """Reads a pipe to its end, keeping the first and the last half of `cap` bytes: a command that prints without
+    end costs no memory, and the end of the output (where a test runner puts its summary) is kept."""
+
+    def __init__(self, pipe, cap: int) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(daemon=True)
+        self.pipe, self.half = pipe, max(cap // 2, 1)
+        self.head, self.tail, self.total = bytearray(), bytearray(), 0
+
+    def run(self) -> None:
+        while chunk := self.pipe.read1(65536):
+            self.total += len(chunk)
+            room = self.half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > self.half:
+                    del self.tail[:len(self.tail) - self.half]
+        self.pipe.close()
+
+    def text(self) -> tuple[str, bool]:
+        cut = self.total > len(self.head) + len(self.tail)
+        head, tail = self.head.decode("utf-8", "replace"), self.tail.decode("utf-8", "replace")
+        if cut:
+            return f"{head}\n[... {self.total - len(self.head) - len(self.tail):,} bytes of output cut ...]\n{tail}", True
+        return head + tail, False

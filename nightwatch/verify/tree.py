@@ -1,0 +1,98 @@
+"""The disposable tree a sandboxed run copies: the application's tracked files at the night's commit, with the
+files a run adds or changes (a regression test, a fix) laid over them. Never the checkout itself, never `.git`,
+never a file the code host withholds as a secret (config/master.key, .env)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Iterator
+
+from nightwatch.codehosts.base import secret_file_reason
+
+
+class TreeError(RuntimeError):
+    """The tree could not be prepared (a path outside it, a commit git does not know)."""
+
+
+@contextmanager
+def disposable_tree(base: Path, files: Iterable[str], overlay: dict[str, str] | None = None,
+                    parent: Path | None = None) -> Iterator[Path]:
+    """A temporary copy of `files` (paths relative to `base`, as git tracks them) with `overlay` written over it;
+    removed on exit."""
+    tmp = Path(tempfile.mkdtemp(prefix="nightwatch-tree-", dir=parent))
+    try:
+        os.chmod(tmp, 0o755)  # the sandbox's unprivileged uid reads it
+        for rel in files:
+            if secret_file_reason(rel):
+                continue
+            source, target = base / rel, tmp / _inside(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_symlink():
+                link = os.readlink(source)
+                if not os.path.isabs(link) and (target.parent / link).resolve().is_relative_to(tmp.resolve()):
+                    os.symlink(link, target)
+            elif source.is_file():
+                shutil.copyfile(source, target)
+                os.chmod(target, 0o755 if os.access(source, os.X_OK) else 0o644)
+        _write_overlay(tmp, overlay or {})
+        open_up(tmp)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def commit_tree(repo: Path, commit: str, overlay: dict[str, str] | None = None, parent: Path | None = None,
+                timeout: float = 120.0) -> Iterator[Path]:
+    """A temporary tree of `commit` of the git repository `repo` (git archive), with `overlay` over it."""
+    tmp = Path(tempfile.mkdtemp(prefix="nightwatch-tree-", dir=parent))
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], capture_output=True,
+                              timeout=timeout, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+        if proc.returncode != 0:
+            raise TreeError(f"git archive {commit[:12]} failed: {proc.stderr.decode(errors='replace').strip()[:300]}")
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+            members = [m for m in tar.getmembers() if not secret_file_reason(m.name)]
+            tar.extractall(tmp, members=members, filter="data")
+        _write_overlay(tmp, overlay or {})
+        open_up(tmp)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _inside(rel: str) -> str:
+    path = PurePosixPath(rel)
+    if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] == ".git":
+        raise TreeError(f"{rel!r} is not a path inside the repository")
+    return str(path)
+
+
+def _write_overlay(root: Path, overlay: dict[str, str]) -> None:
+    for rel, text in overlay.items():
+        target = root / _inside(rel)
+        if target.is_symlink():
+            target.unlink()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def open_up(root: Path) -> None:
+    """Folders 0755 and files world-readable: as root, the sandbox runs as an unprivileged uid that must read them."""
+    os.chmod(root, 0o755)
+    for folder, dirs, names in os.walk(root):
+        for d in dirs:
+            path = os.path.join(folder, d)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755)
+        for n in names:
+            path = os.path.join(folder, n)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o444)
