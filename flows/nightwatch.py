@@ -126,6 +126,8 @@ def publish_night(ctx: RunContext, report: RunReport, results: list[ErrorAnalysi
     by_error = dict(zip((e.fingerprint for e in found.errors), found.traces))
     chosen = run_step(report, "8.5", "check_fixes", publish.check_fixes, ctx, chosen,
                       [by_error[r.fingerprint] for r in chosen if r.fingerprint in by_error], critical=False) or chosen
+    checked = {r.fingerprint: r for r in chosen}  # the report, knowledge and metrics keep what step 8.5 found
+    report.results = [checked.get(r.fingerprint, r) for r in report.results]
     report.issues = run_step(report, "9", "file_issues", publish.file_issues, ctx, chosen, report.demo_data, critical=False) or []
     report.pr = run_step(report, "10", "propose_fix", publish.propose_fix, ctx, chosen, report.issues, critical=False)
     run_step(report, "11", "follow_up", publish.follow_up, ctx, report, critical=False)

@@ -187,7 +187,7 @@ def _base_meta(old: dict[str, Any], result: ErrorAnalysisResult, detected_on: da
         "last_run_id": result.run_id,
         "runs": [],
     }
-    for key in ("agent", "model", "file_hashes", "route", "source", "introduced_by", *OUTCOME_FIELDS):
+    for key in ("agent", "model", "file_hashes", "route", "source", "introduced_by", "verification", *OUTCOME_FIELDS):
         meta[key] = old.get(key)
     meta["fix_confirmed"] = bool(old.get("fix_confirmed", False))
     return _ordered(meta, old)
@@ -197,7 +197,7 @@ _ORDER = (
     *("error_class", "transaction", "message", "occurrences", "root_cause", "fix_confidence", "has_fix"),
     *("issue_number", "pr_number", "tags", "first_detected", "run_id", "iterations_used", "tokens_used"),
     *("fingerprint", "last_run_id", "runs", "agent", "model", "file_hashes", "fix_confirmed", "route", "source"),
-    "introduced_by",
+    "introduced_by", "verification",
 )
 # What people did with the analysis (knowledge_store/outcomes.py): kept across analyses, absent until known.
 OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state", "regressed_at", "fix_digest",
@@ -225,6 +225,7 @@ def _analysis_meta(result: ErrorAnalysisResult, file_hashes: dict[str, str] | No
         "route": result.verdict.route if result.verdict else None,
         "source": result.source,
         "introduced_by": _introduced_by(result),
+        "verification": result.verification.line[:300] if result.verification else None,
     }
 
 

@@ -121,6 +121,8 @@ def analysis_row(run_id: str, result: ErrorAnalysisResult, analysed_at: datetime
         "failure": clean(result.failure, MESSAGE_LIMIT)[0] if result.failure else None,
         "analysed_at": analysed_at,
         "regression": result.regression or None,
+        "verification": result.verification.status if result.verification else None,
+        "verification_reason": result.verification.reason or None if result.verification else None,
     }
 
 

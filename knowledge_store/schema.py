@@ -226,6 +226,12 @@ _M009_REGRESSION = [
            "null when it is not (or before m009)."),
 ]
 
+_M010_VERIFICATION = [
+    Column("verification", pa.string(), "The fix's regression test in the sandbox: verified, reproduced, not fixed, not "
+           "reproduced or not run; null when the analysis had neither a fix nor a test, or before m010."),
+    Column("verification_reason", pa.string(), "Why, in one line (what the test showed, or why it did not run)."),
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -246,6 +252,7 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ("m007_knowledge_trust", {"knowledge_index": _M007_KNOWLEDGE_TRUST}),
     ("m008_outcomes", {"outcomes": _M008_OUTCOMES}),
     ("m009_regressions", {"analyses": _M009_REGRESSION}),
+    ("m010_verification", {"analyses": _M010_VERIFICATION}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -15,7 +15,7 @@ import os
 from pydantic import BaseModel, Field
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError, digest_bytes, safe_relative_path
-from nightwatch.models import CONFIDENCE_RANK, Analysis, ErrorAnalysisResult, FileChange
+from nightwatch.models import CONFIDENCE_RANK, Analysis, ErrorAnalysisResult, FileChange, RegressionTest
 
 MAX_FILES_PER_FIX = 10
 # Every CI system's folders, and folders whose files run with the repository's privileges.
@@ -103,6 +103,18 @@ def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
         diff="".join(unified_diff(p, originals[p], changed[p]) for p in sorted(changed)),
         base_digests={p: digest_bytes(originals[p].encode()) if originals[p] is not None else None for p in changed},
     )
+
+
+def with_regression_test(fix: ValidatedFix, test: RegressionTest, host: CodeHost) -> ValidatedFix:
+    """The fix with its regression test as part of the change (a new file, or the test file as the test left it)."""
+    path = checked_path(test.path, host)
+    if path in fix.changes:
+        raise FixRejected(f"the regression test {path} is also a file the fix edits")
+    original = _current_text(host, path)
+    if original == test.content:
+        return fix
+    return ValidatedFix(changes={**fix.changes, path: test.content}, diff=fix.diff + unified_diff(path, original, test.content),
+                        base_digests={**fix.base_digests, path: digest_bytes(original.encode()) if original is not None else None})
 
 
 def checked_path(raw: str, host: CodeHost | None = None) -> str:

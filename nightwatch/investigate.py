@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from nightwatch.agent.budgets import RunBudget, iteration_limit
 from nightwatch.agent.checkpoints import CheckpointStore
@@ -74,6 +75,8 @@ class AgentKit:
     run_budget: RunBudget | None = None
     checkpoints: CheckpointStore | None = None
     counter: TokenCounter | None = None
+    tester: Callable[[str, str, str], str] | None = None  # the run_test tool, where fixes can be verified
+    test_limit: int = 3
 
 
 def investigate_error(subject: Investigation, kit: AgentKit, *, raise_on_interrupt: bool = False) -> ErrorAnalysisResult:
@@ -83,7 +86,8 @@ def investigate_error(subject: Investigation, kit: AgentKit, *, raise_on_interru
         kit.run_budget.require(subject.error.label)  # raises RunBudgetSpent: the error keeps its triage verdict
     started = time.monotonic()
     runner = ToolRunner(cache=kit.cache, traces=subject.traces, events=kit.events, run_id=subject.run_id,
-                        fingerprint=subject.error.fingerprint, allowed=kit.definition.tools, lean=kit.policy.lean_tool_results)
+                        fingerprint=subject.error.fingerprint, allowed=_tools(kit), lean=kit.policy.lean_tool_results,
+                        tester=kit.tester, test_limit=kit.test_limit)
     config = _loop_config(subject, kit)
     first = investigation_message(subject.error, subject.traces, subject.research, subject.cross_error, kit.policy.cache_ttl)
     outcome = run_agent(kit.client, runner, config, first, counter=kit.counter, run_budget=kit.run_budget,
@@ -114,7 +118,7 @@ def _loop_config(subject: Investigation, kit: AgentKit) -> LoopConfig:
     return LoopConfig(
         model=definition.model or kit.model,
         system_prompt=definition.system_prompt,
-        tools=definition.tools,
+        tools=_tools(kit),
         max_iterations=iteration_limit(definition.max_iterations, complexity, kit.max_iterations),
         max_tokens=definition.max_tokens,
         thinking_budget=definition.thinking_budget,
@@ -125,6 +129,11 @@ def _loop_config(subject: Investigation, kit: AgentKit) -> LoopConfig:
         agent=definition.name,
         focus=_focus(subject.error, subject.traces),
     )
+
+
+def _tools(kit: AgentKit) -> list[str]:
+    """The definition's tools, and run_test where the night can run the application's tests."""
+    return [*kit.definition.tools, "run_test"] if kit.tester is not None and kit.test_limit > 0 else list(kit.definition.tools)
 
 
 def _focus(error: ErrorGroup, traces: TraceData) -> str:

@@ -131,6 +131,17 @@ class FileChange(Model):
     after: str | None = None
 
 
+class RegressionTest(Model):
+    """A test that fails as production did (the same exception class, raised through the crash frame) and passes
+    once the fix is applied. It becomes part of the fix."""
+
+    path: str = Field(min_length=1, description="Repository-relative path of the test file, new or existing, e.g. "
+                                                "tests/test_pricing_regression.py.")
+    content: str = Field(min_length=1, description="The whole file as it should be after the change.")
+    test: str = Field(default="", description="The test to run as the runner names it (pytest node id path::name, or a "
+                                             "Django/unittest dotted label); default: the whole file.")
+
+
 class CodeLocation(Model):
     """A place in the repository: a repository-relative file and, when known, a line."""
 
@@ -154,6 +165,9 @@ class Analysis(Model):
                                   "filter that ran (or did not), the caller that misses a rescue. The fix goes here. "
                                   "Equal to crash_site only when the crash line itself is wrong.")
     file_changes: list[FileChange] = Field(default_factory=list)
+    regression_test: RegressionTest | None = Field(
+        default=None, description="A test that reproduces the production error before the fix and passes after it "
+                                  "(try it with run_test where that tool is offered).")
     suggested_next_steps: list[str] = Field(default_factory=list)
 
 
@@ -273,6 +287,34 @@ class SuspectCommit(Model):
     why: str = ""
 
 
+VerificationStatus = Literal["verified", "reproduced, not fixed", "not reproduced", "not run"]
+
+
+class VerificationRun(Model):
+    """One command of a verification, as it ran in the sandbox."""
+
+    label: str  # "regression test before the fix", ...
+    command: str
+    outcome: str  # passed | failed (exit 1) | killed at the 120 s limit | not run: ...
+    seconds: float = 0.0
+    output: str = ""  # capped and redacted in the sandbox
+
+
+class Verification(Model):
+    """Whether the proposed fix was shown to work: its regression test failed as production did and passed with the
+    fix, and the existing tests of the touched modules did not start failing."""
+
+    status: VerificationStatus
+    reason: str = ""
+    test_path: str = ""
+    test: str = ""
+    runs: list[VerificationRun] = Field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        return f"{self.status}: {self.reason}" if self.reason else self.status
+
+
 class FixCheck(Model):
     """One check of the fix gate: passed, failed (the PR is refused), or could not run here."""
 
@@ -318,6 +360,7 @@ class ErrorAnalysisResult(Model):
     duration_s: float = 0.0
     failure: str | None = None
     fix_gate: FixGate | None = Field(default=None, description="The checks of the proposed fix (step 8.5), when it has one.")
+    verification: Verification | None = Field(default=None, description="The fix's regression test in the sandbox (step 8.5).")
     still_regressing: str = Field(default="", description="A regression an earlier night flagged, seen again: one line "
                                   "(\"still regressing since <date>\"), never announced or counted again.")
     regression: str = Field(default="", description="Why this error is a regression: it came back after its fix merged, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -108,6 +109,11 @@ class Runtime:
     def state(self, name: str) -> str:
         return next(s.state for s in self.statuses if s.name == name)
 
+    @cached_property
+    def verifier(self) -> Any:
+        """Runs fixes' regression tests in the sandbox, on a local checkout (NIGHTWATCH_CODE_PATH or the local host)."""
+        return build_verifier(self.settings, self.host)
+
     @property
     def demo_data(self) -> bool:
         return bool(getattr(self.source, "demo", False)) or (self.state("github") == "offline" and not self.settings.code_path)
@@ -138,6 +144,26 @@ def build_runtime(settings: Settings, anchor: datetime) -> Runtime:
         pulls=_pr_publisher(settings, by_name["github"], home),
         notifier_factory=lambda report_dir: _notifier(settings, by_name["slack"], home, report_dir),
     )
+
+
+def build_verifier(s: Settings, host: Any) -> Any:
+    from nightwatch.verify.sandbox import Limits
+    from nightwatch.verify.verifier import TestSettings, Verifier
+
+    root = Path(s.code_path).resolve() if s.code_path else getattr(host, "root", None)
+    files: list[str] = []
+    if root is not None:
+        from nightwatch.codehosts.local import LocalRepoHost
+
+        local = host if getattr(host, "root", None) == root else LocalRepoHost(root)
+        files = sorted(local.tracked_files())
+    env_path = s.test_env
+    if env_path is None and not s.code_path and s.demo == "python" and not s.errors_file:
+        env_path = Path(sys.prefix)  # the Python demo's tests need only what NightWatch's own environment has
+    secrets = [v.get_secret_value() for v in (s.anthropic_api_key, s.newrelic_api_key, s.github_token, s.slack_bot_token) if v]
+    return Verifier(root, files, s.resolved_home(), TestSettings(
+        setup=s.test_setup, command=s.test_command, env_path=env_path, secrets=tuple(secrets), enabled=s.verify_fixes,
+        limits=Limits(wall_s=s.test_timeout_s, cpu_s=int(s.test_timeout_s))))
 
 
 def _error_source(s: Settings, state: str, anchor: datetime) -> Any:

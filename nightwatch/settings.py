@@ -149,6 +149,20 @@ class Settings(BaseSettings):
     batch_deadline_s: float = Field(default=6 * 3600.0, gt=0, description="Cancel a batch still processing after this; finish directly.")
     patterns_enabled: bool = Field(default=True, description="Step 13 looks for patterns and ignore-rule suggestions.")
 
+    # Verified fixes: each proposed fix's regression test runs in a bubblewrap sandbox (nightwatch/verify).
+    verify_fixes: bool = Field(default=True, description="Step 8.5 runs each fix's regression test before and after the fix.")
+    pr_require_verified: bool = Field(default=True, description="A draft PR opens only for a verified fix; an unverified "
+                                      "one stays in the issue with why.")
+    test_setup: str | None = Field(default=None, description="Makes the application's test environment, once per set of "
+                                   "lock files (e.g. `uv sync --frozen`); it may use the network, never NightWatch's "
+                                   "secrets. Default: from uv.lock or requirements*.txt.")
+    test_command: str | None = Field(default=None, description="Runs the application's tests (e.g. `python -m pytest`); "
+                                     "default: detected (pytest, manage.py test, unittest, rspec, rails test).")
+    test_env: Path | None = Field(default=None, description="An existing virtual environment to run the tests with "
+                                  "instead of making one.")
+    test_timeout_s: float = Field(default=120.0, gt=0, description="Wall clock of one test run in the sandbox.")
+    run_test_limit: int = Field(default=3, ge=0, description="run_test calls an investigation may make.")
+
     @property
     def nerdgraph_url(self) -> str:
         return self.newrelic_endpoint or NERDGRAPH_ENDPOINTS[self.newrelic_region]

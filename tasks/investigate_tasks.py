@@ -39,6 +39,7 @@ from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, Trace
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
 from nightwatch.tokens import AnthropicCounter, TokenCounter
+from nightwatch.verify.step import tester_for
 from tasks._prefect import key, nightwatch_task, raised
 from tasks.context import RunContext, home, model_id, night_of, runtime, settings_for
 
@@ -111,9 +112,10 @@ def _counter(ctx: RunContext, model: str) -> TokenCounter | None:
     return AnthropicCounter(client.sdk, model) if isinstance(client, AnthropicModelClient) else None
 
 
-def _kit(ctx: RunContext, settings: Settings, definition: AgentDefinition, error: ErrorGroup) -> AgentKit:
-    """The night's agent kit for one error: the shared client, code cache and event log, its own checkpoints."""
-    return AgentKit(definition=definition, model=settings.model, client=runtime(ctx).model_client, cache=code_cache(ctx),
+def _kit(ctx: RunContext, settings: Settings, definition: AgentDefinition, error: ErrorGroup, traces: TraceData) -> AgentKit:
+    """The night's agent kit for one error: the shared client, code cache and event log, its own checkpoints, and
+    run_test where the night can run the application's tests."""
+    return AgentKit(tester=tester_for(runtime(ctx).verifier, error, traces), test_limit=settings.run_test_limit,definition=definition, model=settings.model, client=runtime(ctx).model_client, cache=code_cache(ctx),
                     events=event_log(ctx), max_iterations=settings.max_iterations, token_budget=settings.token_budget_per_error,
                     policy=ContextPolicy.from_settings(settings), run_budget=night_budget(ctx),
                     checkpoints=CheckpointStore.for_error(home(ctx), ctx.run_id, error.fingerprint),
@@ -132,7 +134,7 @@ def investigate_error_task(ctx: RunContext, error: ErrorGroup, traces: TraceData
         try:
             subject = Investigation(ctx.run_id, error, traces, research, verdict,
                                     notes.recent(error.fingerprint) if settings.cross_error_context else None)
-            result = investigate_error(subject, _kit(ctx, settings, definition, error), raise_on_interrupt=task_run.run_count <= RETRIES)
+            result = investigate_error(subject, _kit(ctx, settings, definition, error, traces), raise_on_interrupt=task_run.run_count <= RETRIES)
         except InvestigationInterrupted as exc:
             raise InvestigationInterrupted(_metered(ctx, exc.result)) from None
     result = _metered(ctx, result)

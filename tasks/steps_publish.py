@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from knowledge_store.documents import KnowledgeDocError, read_doc
-from nightwatch.fix import FixRejected, choose_best_fix, validate_fix
+from nightwatch.fix import FixRejected, choose_best_fix, validate_fix, with_regression_test
 from nightwatch.fix_gate import check_fix, crash_site
 from nightwatch.models import (
     CorrelatedPR,
@@ -26,6 +26,7 @@ from nightwatch.render.markdown import report_markdown
 from nightwatch.report import run_totals
 from nightwatch.research import correlate
 from nightwatch.selection import select_for_issues as select_for_issues_core
+from nightwatch.verify.step import verified_first, verify_results, with_verification
 from tasks._prefect import nightwatch_task, raised
 from tasks.context import RunContext, report_dir, runtime, settings_for
 
@@ -92,19 +93,24 @@ def correlate_prs(ctx: RunContext, chosen: list[ErrorAnalysisResult], prs: list[
 
 @nightwatch_task(name="check_fixes", step="8.5")
 def check_fixes(ctx: RunContext, chosen: list[ErrorAnalysisResult], traces: list[TraceData]) -> list[ErrorAnalysisResult]:
-    """Step 8.5: every proposed fix through the gate (applies, parses, not symptom-only, confidence); the issue
-    lists the checks, and only a fix that passes them all can become the draft PR."""
+    """Step 8.5: every proposed fix through the gate (applies, parses, not symptom-only, confidence) and its regression
+    test through the sandbox (fails as production did without the fix, passes with it); the issue lists the checks, and
+    only a fix that passes them all can become the draft PR."""
     crashes = {t.fingerprint: crash_site(t) for t in traces}
-    host, minimum = runtime(ctx).host, settings_for(ctx).pr_min_confidence
+    rt, settings = runtime(ctx), settings_for(ctx)
+    verified = verify_results(chosen, rt.verifier, {t.fingerprint: t for t in traces})
     out = []
     for result in chosen:
         analysis = result.analysis
+        verification = verified.get(result.fingerprint)
         if analysis is None or not (analysis.has_fix and analysis.file_changes):
-            out.append(result)
+            out.append(result.model_copy(update={"verification": verification}))
             continue
-        gate, _ = check_fix(analysis, host, minimum, crashes.get(result.fingerprint), failed_fixes_of(result))
-        out.append(result.model_copy(update={"fix_gate": gate}))
-    return out
+        gate, _ = check_fix(analysis, rt.host, settings.pr_min_confidence, crashes.get(result.fingerprint),
+                            failed_fixes_of(result))
+        gate = with_verification(gate, analysis, verification, settings.pr_min_confidence, settings.pr_require_verified)
+        out.append(result.model_copy(update={"fix_gate": gate, "verification": verification}))
+    return verified_first(out)
 
 
 def failed_fixes_of(result: ErrorAnalysisResult) -> dict[str, str]:
@@ -146,6 +152,9 @@ def propose_fix(ctx: RunContext, chosen: list[ErrorAnalysisResult], issues: list
     rt = runtime(ctx)
     try:
         fix = validate_fix(best.analysis, rt.host)  # type: ignore[arg-type]
+        test = best.analysis.regression_test  # type: ignore[union-attr]
+        if test is not None and best.verification is not None and best.verification.status == "verified":
+            fix = with_regression_test(fix, test, rt.host)
     except FixRejected as exc:
         return CreatedPRResult(fingerprint=best.fingerprint, action="skipped", reason=f"fix rejected: {exc}")
     if ctx.dry_run:

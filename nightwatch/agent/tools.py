@@ -29,6 +29,7 @@ SUBMIT_TOOL = "submit_analysis"
 SEARCH_SHOWN = search_view.SHOWN
 SEEN_RUN = 5  # consecutive lines already in view that a read answers by reference
 MAX_RESULT_CHARS = 24_000
+TEST_PATH = re.compile(r"^(?:[\w.-]+/)*(?:test_[\w.-]*\.py|[\w.-]*_test\.py|[\w.-]*_spec\.rb|[\w.-]*_test\.rb)$")
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "read_file": {
@@ -77,6 +78,23 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {"query": {"type": "string", "description": "words to look for, e.g. a method name"}},
             "required": ["query"],
+        },
+    },
+    "run_test": {
+        "name": "run_test",
+        "description": "Run a regression test you write, in a sandbox (no network, a copy of the repository at the "
+        "night's commit with your test file added). Use it to show the production error: the test should fail with "
+        "the same exception class, raised through the crash frame; the answer says whether it does and ends with the "
+        "runner's output. A few runs per investigation; put the test that reproduces the error in your analysis's "
+        "regression_test, and NightWatch runs it again with your fix.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "the test file, e.g. tests/test_pricing_regression.py"},
+                "content": {"type": "string", "description": "the whole file"},
+                "test": {"type": "string", "description": "optional: one test as the runner names it (path::name)"},
+            },
+            "required": ["path", "content"],
         },
     },
 }
@@ -153,6 +171,9 @@ class ToolRunner:
     _shown: dict[tuple, int] = field(default_factory=dict)  # (path, start, end, text digest) -> iteration shown
     _lines_seen: dict[str, dict[int, tuple[int, str]]] = field(default_factory=dict)  # path -> line -> (iteration, text)
     _iteration: int = 0  # of the call being answered
+    tester: Callable[[str, str, str], str] | None = None  # run_test: (path, content, test) -> what the run showed
+    test_limit: int = 3
+    _tests_run: int = 0
 
     def run(self, name: str, args: dict[str, Any], iteration: int) -> ToolOutcome:
         started = time.monotonic()
@@ -283,6 +304,17 @@ class ToolRunner:
 
     def _recall_context(self, query: str) -> ToolOutcome:
         return ToolOutcome(recall(self.events, query, self.fingerprint))
+
+    def _run_test(self, path: str, content: str, test: str = "") -> ToolOutcome:
+        if self.tester is None:
+            raise CodeHostError("run_test is not available in this investigation")
+        if self._tests_run >= self.test_limit:
+            raise CodeHostError(f"run_test was used {self.test_limit} times, its limit; submit your analysis with the "
+                                "regression test you have")
+        if not TEST_PATH.match(path) or ".." in path.split("/"):
+            raise CodeHostError(f"{path!r} is not a test file path (tests/.../test_*.py, *_test.py or spec/..._spec.rb)")
+        self._tests_run += 1
+        return ToolOutcome(self.tester(path, content, test))
 
 
 def _plain_hits(query: str, hits: list[Any]) -> str:

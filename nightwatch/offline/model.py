@@ -20,11 +20,13 @@ from typing import Any
 
 from nightwatch.agent.file_view import numbered_lines
 from nightwatch.agent.tools import SUBMIT_TOOL
+from nightwatch.models import Analysis
 from nightwatch.offline.emulated_api import EmulatedMessagesAPI
 from nightwatch.offline.emulated_cache import PromptCache
 from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.offline.heuristics import Evidence, diagnose, triage_verdict
 from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
+from nightwatch.offline.python_tests import fix_by_rule, handler_of, regression_test
 from nightwatch.prompts import previews_in
 
 OFFLINE_MODEL_NAME = "nightwatch-offline-1"
@@ -213,6 +215,8 @@ class OfflineAnalyst:
         origin_step = self._origin_step(conv, tools)
         if origin_step:
             return origin_step
+        if "run_test" in tools and _python_web(conv) and not conv.called("read_file", path=CONFTEST):
+            return "read_file", {"path": CONFTEST}  # how the project's tests reach the application, to write one
         target = conv.defect_frame()
         if target and "recall_context" in tools and conv.called("read_file", path=target[0]) and conv.result("read_file", path=target[0]) is None:
             query = _recall_query(target)
@@ -257,7 +261,8 @@ class OfflineAnalyst:
         evidence = Evidence(error_class=conv.field("Error class"), transaction=conv.field("Transaction"), message=conv.message,
                             path=path, line=line, method=method, code_line=source.get(line, ""),
                             search_hits=search[0] if search and not search[1] else "")
-        return diagnose(evidence, crash[:2] if crash else None, origin).model_dump()
+        analysis = diagnose(evidence, crash[:2] if crash else None, origin)
+        return _with_regression_test(conv, analysis).model_dump()
 
     def _tool_use(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"type": "tool_use", "id": f"toolu_offline_{next(self._ids):06d}", "name": name, "input": args}
@@ -289,6 +294,38 @@ class OfflineModel(EmulatedMessagesAPI):
 
     def poll_interval(self, initial_s: float, max_s: float) -> tuple[float, float]:
         return OFFLINE_POLL
+
+
+CONFTEST = "tests/conftest.py"
+
+
+def _python_web(conv: _Conversation) -> bool:
+    top = conv.top_frame()
+    return conv.field("Transaction").startswith("WebTransaction/") and bool(top) and top[0].endswith(".py")  # type: ignore[index]
+
+
+def _with_regression_test(conv: _Conversation, analysis: Analysis) -> Analysis:
+    """Where the investigation read the project's conftest (run_test was offered): the production request replayed as a
+    regression test, and a fix where a rule makes one (python_tests.py)."""
+    conftest = conv.result("read_file", path=CONFTEST)
+    crash = conv.top_frame()
+    if conftest is None or conftest[1] or crash is None:
+        return analysis
+    traces = conv.result("get_error_traces")
+    frames = conv.app_frames()
+    sources = {f[0]: conv.source_of(f[0]) for f in frames}
+    handler = handler_of(conv.field("Transaction"), frames, sources)
+    error_class = conv.field("Error class")
+    test = regression_test(error_class, conv.message, traces[0] if traces else "", handler,
+                           "\n".join(t for _, t in sorted(numbered_lines(conftest[0]))), crash, sources.get(crash[0], {}))
+    if test is None:
+        return analysis
+    update: dict[str, Any] = {"regression_test": test}
+    fix = fix_by_rule(error_class, conv.message, handler, crash, sources.get(crash[0], {}))
+    if fix is not None and not analysis.file_changes:
+        changes, why = fix
+        update |= {"file_changes": changes, "has_fix": True, "reasoning": analysis.reasoning + f" Fix: {why}."}
+    return analysis.model_copy(update=update)
 
 
 def _recall_query(frame: tuple[str, int, str] | None) -> str:

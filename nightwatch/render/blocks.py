@@ -237,7 +237,14 @@ def followup_blocks(report: RunReport) -> list[Block]:
     if not has_followup(report):
         return []
     lines = [_issue_line(i) for i in report.issues] + ([_pr_line(report.pr)] if report.pr else [])
+    lines += [f"{_VERIFIED_ICON.get(r.verification.status, '')} {code(r.error.error_class, 120)}: "
+              f"*{r.verification.status}*: {prod(r.verification.reason, 300)}"
+              for r in report.results if r.verification is not None]
     return cap_blocks(pack_sections("Issues and draft PR", lines))
+
+
+_VERIFIED_ICON = {"verified": ":white_check_mark:", "reproduced, not fixed": ":warning:", "not reproduced": ":grey_question:",
+                  "not run": ":heavy_minus_sign:"}
 
 
 def _link(url: str, label: str) -> str:

@@ -14,6 +14,7 @@ from nightwatch.fix import FixRejected, ValidatedFix, checked_path
 from nightwatch.models import ErrorAnalysisResult, FileChange, FixGate, SuspectCommit
 from nightwatch.redact import clean
 from nightwatch.render.neutral import no_links, no_mentions, visible
+from nightwatch.verify.reproduce import without_library_frames
 
 TITLE_LIMIT = 120
 BODY_LIMIT = 60_000  # GitHub refuses bodies over 65,536 characters
@@ -98,6 +99,7 @@ def issue_body(result: ErrorAnalysisResult, run_id: str, demo: bool) -> str:
         _cause_section(result),
         _changes_section(result.analysis.file_changes if result.analysis else []),
         _checks_section(result.fix_gate, heading="## Fix checks"),
+        _verification_section(result),
         _next_steps_section(result),
         _suspects_section(result),
         _prs_section(result),
@@ -167,6 +169,26 @@ def _checks_section(gate: FixGate | None, heading: str) -> str:
         lines.append("> This change is **not opened as a draft PR**: " + _one_line(prose(gate.refusal, 1_500)))
     lines += [f"- {_CHECK_MARK[c.status]}: {code(c.name)}: {_one_line(prose(c.detail, 400))}" for c in gate.checks]
     return "\n".join(lines)
+
+
+def _verification_section(result: ErrorAnalysisResult, reproduction: bool = True) -> str:
+    """The regression test, each command it ran with its outcome and time, and (for an issue) the failing run's output
+    as the reproduction. Output was capped and redacted in the sandbox; it is cleaned again here like any text."""
+    v = result.verification
+    if v is None:
+        return ""
+    lines = ["## Verification", f"**{v.status}**" + (f": {prose(v.reason, 1_000)}" if v.reason else "")]
+    test = result.analysis.regression_test if result.analysis else None
+    if test is not None:
+        lines.append(f"Regression test {code(test.test or test.path)}:\n\n" + fenced(safe(test.content, 6_000), "python"))
+    if v.runs:
+        lines.append("\n".join(f"- {prose(r.label, 200)}: {code(r.command)}: **{prose(r.outcome, 200)}** ({r.seconds:g} s)"
+                               for r in v.runs))
+    failing = next((r for r in v.runs if r.outcome.startswith("failed")), None)
+    if reproduction and failing is not None and failing.output:
+        tail = without_library_frames(failing.output)[-3_000:]
+        lines.append(f"Reproduction ({prose(failing.label, 200)}):\n\n" + fenced(safe(tail, 3_500)))
+    return "\n\n".join(lines)
 
 
 def _refusal(path: str) -> str | None:
@@ -286,15 +308,19 @@ def pr_body(result: ErrorAnalysisResult, fix: ValidatedFix, issue_number: int | 
     analysis = result.analysis
     intro = f"Draft fix for {code(result.error.error_class)} in {code(result.error.transaction)}"
     intro += f" ({result.error.occurrences:,} occurrences)." + (f"\n\nRefs #{issue_number}" if issue_number else "")
+    verified = result.verification is not None and result.verification.status == "verified"
     sections = [
-        "> [!IMPORTANT]\n> Proposed automatically by NightWatch and not run against the test suite. "
-        "Review it, run the tests, and mark it ready only if it is right.",
+        ("> [!IMPORTANT]\n> Proposed automatically by NightWatch. Its regression test failed as production did without "
+         "the fix and passed with it, in a sandbox (below). Review it, and mark it ready only if it is right." if verified else
+         "> [!IMPORTANT]\n> Proposed automatically by NightWatch and not verified by a test. "
+         "Review it, run the tests, and mark it ready only if it is right."),
         intro,
         "## Root cause\n" + (prose(analysis.root_cause) if analysis else "_Not determined._"),
         "## Changes\n" + "\n".join(_change_line(c) for c in (analysis.file_changes if analysis else [])),
         "## Diff\n" + fenced(safe(fix.diff, 20_000), "diff"),
         f"## Confidence\n**{analysis.confidence if analysis else 'low'}**",
         _checks_section(result.fix_gate, heading="## Checks") or "## Checks\n_No checks were recorded._",
+        _verification_section(result, reproduction=False),
     ]
     return _capped("\n\n".join(sections)) + "\n\n" + hidden(fingerprint_marker(result.fingerprint)) + "\n"
 

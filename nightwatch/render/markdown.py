@@ -32,6 +32,7 @@ from nightwatch.render.summary import (
     status_line,
     title_of,
     token_parts,
+    verification_lines,
     window_text,
 )
 
@@ -167,7 +168,9 @@ def _findings(report: RunReport) -> list[str]:
 
 def _followup_section(report: RunReport) -> list[str]:
     lines = _followup_lines(report)
-    return ["## Issues and draft PR", ""] + lines if lines else []
+    verified = [f"- {md(line)}" for line in verification_lines(report)]
+    return (["## Issues and draft PR", ""] + lines if lines else []) + (
+        ["", "## Fixes verified in the sandbox", ""] + verified if verified else [])
 
 
 def _followup_lines(report: RunReport) -> list[str]:

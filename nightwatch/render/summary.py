@@ -112,6 +112,13 @@ def regression_lines(report: RunReport, limit: int = 300) -> list[str]:
         one_line(f"{r.error.error_class} in {r.error.transaction}: {r.still_regressing}", limit) for r in report.still_regressing]
 
 
+def verification_lines(report: RunReport, limit: int = 300) -> list[str]:
+    """One line per fix or regression test the night ran in the sandbox: verified, reproduced, not fixed, not
+    reproduced or not run, with why."""
+    return [one_line(f"{r.error.error_class} in {r.error.transaction}: {r.verification.line}", limit)
+            for r in report.results if r.verification is not None]
+
+
 def regression_heading(report: RunReport) -> str:
     """"Regressions (2)", or with the ones still regressing since an earlier night: "Regressions (2 new; 1 still)"."""
     new, still = len(report.regressions), len(report.still_regressing)
@@ -360,7 +367,8 @@ def _followup(report: RunReport) -> list[str]:
     lines += _bullets([issue_text(i) for i in report.issues])
     if report.pr:
         lines += _bullets([pr_text(report.pr)])
-    return lines
+    verified = verification_lines(report)
+    return lines + (["", "Fixes verified in the sandbox"] + _bullets(verified) if verified else [])
 
 
 def _advice(report: RunReport) -> list[str]:

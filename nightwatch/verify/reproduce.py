@@ -136,3 +136,32 @@ def _split(name: str) -> tuple[str, str]:
         return module, cls
     module, _, cls = name.rpartition(".")
     return module, cls
+
+
+_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python3\.\d+/)")
+
+
+def without_library_frames(output: str) -> str:
+    """A run's output with each run of library frames (site-packages, the standard library) folded into one line:
+    what is left is the test, the application's frames and the error."""
+    out: list[str] = []
+    skipped = 0
+    in_library = False
+    for line in output.splitlines():
+        frame = _PYTEST_FRAME.match(line) or _FRAME.match(line)
+        if frame:
+            in_library = bool(_LIBRARY.search(frame.group("file")))
+            if in_library:
+                skipped += 1
+                continue
+        elif in_library and (line.startswith((" ", "\t")) and line.strip()):
+            continue  # the source line (and carets) under a library frame
+        else:
+            in_library = False
+        if skipped:
+            out.append(f"    [... {skipped} library frame(s) ...]")
+            skipped = 0
+        out.append(line)
+    if skipped:
+        out.append(f"    [... {skipped} library frame(s) ...]")
+    return "\n".join(out)

@@ -32,7 +32,7 @@ from nightwatch.redact import REDACTED, redact
 SANDBOX_UID = 65534  # as root, the sandbox runs as this uid (nobody): the process limit does not bind root
 WORK = "/work"
 _ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
-        "alternatives", "ssl", "ca-certificates", "mime.types", "timezone", "python3", "pip.conf")
+        "alternatives", "ssl", "ca-certificates", "mime.types", "timezone", "python3")  # pip.conf only for set-up
 _SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _MIB = 1024 * 1024
 
@@ -90,7 +90,7 @@ def unavailable_reason() -> str | None:
 
 def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
         limits: Limits = Limits(), network: bool = False, writable: list[Path] = (),  # type: ignore[assignment]
-        secrets: list[str] = (), stdin: bytes | None = None) -> SandboxRun:  # type: ignore[assignment]
+        secrets: list[str] = ()) -> SandboxRun:  # type: ignore[assignment]
     """Run `command` in /work, a private copy of `tree`. `mounts`: folders visible read-only at their own paths (a
     test environment, its interpreter); `writable`: folders visible read-write at their own paths (only the test
     environment while it is made). `secrets`: literal values to redact from the output besides the usual rules."""
@@ -100,16 +100,13 @@ def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[st
     argv = _argv(command, tree, list(mounts), list(writable), env or {}, limits, network)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"})
     except OSError as exc:
         return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, limits=limits,
                           not_run=f"bubblewrap could not start ({exc.strerror or exc})")
     reader = _CappedReader(proc.stdout, limits.output_bytes)  # type: ignore[arg-type]
     reader.start()
-    if stdin is not None:
-        _feed(proc, stdin)
     timed_out = False
     try:
         proc.wait(timeout=limits.wall_s)
@@ -136,36 +133,14 @@ def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Pat
     root = os.geteuid() == 0
     processes = limits.processes + (0 if root else _processes_of(os.getuid()))
     argv = ["prlimit", f"--cpu={limits.cpu_s}", f"--as={limits.memory_mb * _MIB}", f"--fsize={limits.file_mb * _MIB}",
-            f"--nproc={processes}", "--core=0", "--", "bwrap"]
-    if not root:
-        argv.append("--unshare-user")
-    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
-             "--new-session", "--hostname", "sandbox"]
-    if not network:
-        argv.append("--unshare-net")
-    for name in _SYSTEM:
-        path = Path("/") / name
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--perms", "0755", "--dir", "/etc"]
-    for name in _ETC:
-        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    if network:
-        argv += ["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
-    argv += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.tmp_mb * _MIB), "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", str(limits.work_mb * _MIB), "--tmpfs", WORK,
-             "--ro-bind", str(tree), "/src"]
-    made: set[Path] = {Path("/"), Path("/tmp"), Path(WORK)}
-    for path, how in [*((p.resolve(), "--ro-bind") for p in mounts if p.exists()),
-                      *((p.resolve(), "--bind") for p in writable)]:
-        for parent in reversed(path.parents):  # bubblewrap would make them 0700: the unprivileged uid could not pass
-            if parent not in made and not parent.is_relative_to("/usr"):
-                argv += ["--perms", "0755", "--dir", str(parent)]
-                made.add(parent)
-        argv += [how, str(path), str(path)]
+            f"--nproc={processes}", "--core=0", "--", "bwrap", *([] if root else ["--unshare-user"]),
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+            "--new-session", "--hostname", "sandbox", *([] if network else ["--unshare-net"])]
+    argv += _system(network) + ["--proc", "/proc", "--dev", "/dev",
+                                "--perms", "1777", "--size", str(limits.tmp_mb * _MIB), "--tmpfs", "/tmp",
+                                "--perms", "1777", "--size", str(limits.work_mb * _MIB), "--tmpfs", WORK,
+                                "--ro-bind", str(tree), "/src"]
+    argv += _binds(mounts, writable)
     base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "true"}
     argv.append("--clearenv")
@@ -176,7 +151,36 @@ def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Pat
         argv += ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--no-new-privs",
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
     # The tree is copied into the tmpfs (no .git: a test has no business with history), then the command runs.
-    argv += ["/bin/sh", "-c", 'mkdir -p /tmp/home && cp -R /src/. /work/ && exec "$@"', "sandbox", *command]
+    return argv + ["/bin/sh", "-c", 'mkdir -p /tmp/home && cp -R /src/. /work/ && exec "$@"', "sandbox", *command]
+
+
+def _system(network: bool) -> list[str]:
+    """The system folders read-only (merged-/usr links as links) and the few files of /etc a program needs."""
+    argv: list[str] = []
+    for name in _SYSTEM:
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--perms", "0755", "--dir", "/etc"]
+    for name in (*_ETC, *(("resolv.conf", "pip.conf") if network else ())):
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return argv
+
+
+def _binds(mounts: list[Path], writable: list[Path]) -> list[str]:
+    """Each folder at its own path, its parents made 0755 (bubblewrap would make them 0700, which the unprivileged
+    uid could not pass)."""
+    argv: list[str] = []
+    made: set[Path] = {Path("/"), Path("/tmp"), Path(WORK)}
+    for path, how in [*((p.resolve(), "--ro-bind") for p in mounts if p.exists()),
+                      *((p.resolve(), "--bind") for p in writable)]:
+        for parent in reversed(path.parents):
+            if parent not in made and not parent.is_relative_to("/usr"):
+                argv += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        argv += [how, str(path), str(path)]
     return argv
 
 
@@ -200,16 +204,6 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def _feed(proc: subprocess.Popen, data: bytes) -> None:
-    def write() -> None:
-        try:
-            proc.stdin.write(data)  # type: ignore[union-attr]
-            proc.stdin.close()  # type: ignore[union-attr]
-        except (BrokenPipeError, OSError):
-            pass
-    threading.Thread(target=write, daemon=True).start()
 
 
 class _CappedReader(threading.Thread):

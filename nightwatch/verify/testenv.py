@@ -145,42 +145,50 @@ def prepare_environment(root: Path, files: list[str], home: Path, setup: str | N
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two investigations of one night make it once
         started = time.monotonic()
-        venv = folder / "venv"
-        marker = folder / "ready.json"
+        venv, marker = folder / "venv", folder / "ready.json"
         if marker.is_file() and (venv / "bin" / "python").exists():
             made = json.loads(marker.read_text())
             return TestEnvironment(True, f"reused test environment {key} (made {made.get('made_at', '?')} by `{setup}`)",
                                    mounts=[venv, *_interpreter_of(venv)], variables=_venv_variables(venv),
                                    setup_seconds=round(time.monotonic() - started, 3), reused=True)
-        shutil.rmtree(venv, ignore_errors=True)
-        made_venv = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=300)
-        if made_venv.returncode != 0:
-            return TestEnvironment(False, f"{python} -m venv failed: {made_venv.stderr.strip()[-300:]}")
-        open_up(venv)
-        cache = home / "test-envs" / "cache"
-        cache.mkdir(parents=True, exist_ok=True)
-        tool_dirs = _tool_dirs(setup)
-        variables = {**_venv_variables(venv, extra_path=tool_dirs), "UV_PROJECT_ENVIRONMENT": str(venv),
-                     "UV_PYTHON": str(venv / "bin" / "python"), "UV_CACHE_DIR": str(cache / "uv"),
-                     "PIP_CACHE_DIR": str(cache / "pip"), "UV_LINK_MODE": "copy",
-                     **{k: v for k, v in os.environ.items() if _PASS_THROUGH.match(k)}}
-        if os.geteuid() == 0:
-            os.chmod(folder, 0o755)
-            for path in (venv, cache):
-                _chown_tree(path, sandbox.SANDBOX_UID)
-        with disposable_tree(root, files) as tree:
-            run = sandbox.run(["/bin/sh", "-c", setup], tree, mounts=[*_interpreter_of(venv), *tool_dirs],
-                              writable=[venv, cache], env=variables, limits=limits, network=True, secrets=list(secrets))
+        failed = _make(root, files, setup, python, venv, home / "test-envs" / "cache", limits, secrets)
         seconds = round(time.monotonic() - started, 1)
-        if run.not_run or run.exit_code != 0:
-            shutil.rmtree(venv, ignore_errors=True)
-            return TestEnvironment(False, f"`{setup}` {run.outcome} after {seconds:g} s", output=run.output,
-                                   setup_seconds=seconds)
+        if isinstance(failed, TestEnvironment):
+            failed.setup_seconds = seconds
+            return failed
         marker.write_text(json.dumps({"key": key, "setup": setup, "python": python, "seconds": seconds,
                                       "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
         return TestEnvironment(True, f"made test environment {key} with `{setup}` in {seconds:g} s",
                                mounts=[venv, *_interpreter_of(venv)], variables=_venv_variables(venv),
-                               setup_seconds=seconds, output=run.output)
+                               setup_seconds=seconds, output=failed)
+
+
+def _make(root: Path, files: list[str], setup: str, python: str, venv: Path, cache: Path, limits: sandbox.Limits,
+          secrets: list[str]) -> TestEnvironment | str:
+    """A new virtual environment, then `setup` in the sandbox with the network and write access to it alone: the
+    set-up's output, or a TestEnvironment saying why it failed (and nothing half made is left)."""
+    shutil.rmtree(venv, ignore_errors=True)
+    made_venv = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=300)
+    if made_venv.returncode != 0:
+        return TestEnvironment(False, f"{python} -m venv failed: {made_venv.stderr.strip()[-300:]}")
+    open_up(venv)
+    cache.mkdir(parents=True, exist_ok=True)
+    tool_dirs = _tool_dirs(setup)
+    variables = {**_venv_variables(venv, extra_path=tool_dirs), "UV_PROJECT_ENVIRONMENT": str(venv),
+                 "UV_PYTHON": str(venv / "bin" / "python"), "UV_CACHE_DIR": str(cache / "uv"),
+                 "PIP_CACHE_DIR": str(cache / "pip"), "UV_LINK_MODE": "copy",
+                 **{k: v for k, v in os.environ.items() if _PASS_THROUGH.match(k)}}
+    if os.geteuid() == 0:
+        os.chmod(venv.parent, 0o755)
+        for path in (venv, cache):
+            _chown_tree(path, sandbox.SANDBOX_UID)
+    with disposable_tree(root, files) as tree:
+        run = sandbox.run(["/bin/sh", "-c", setup], tree, mounts=[*_interpreter_of(venv), *tool_dirs],
+                          writable=[venv, cache], env=variables, limits=limits, network=True, secrets=list(secrets))
+    if run.not_run or run.exit_code != 0:
+        shutil.rmtree(venv, ignore_errors=True)
+        return TestEnvironment(False, f"`{setup}` {run.outcome}", output=run.output)
+    return run.output
 
 
 def _venv_variables(venv: Path, extra_path: list[Path] = ()) -> dict[str, str]:  # type: ignore[assignment]

@@ -1,0 +1,263 @@
+"""Reproduce, fix, verify: a proposed fix is shown to work by its regression test, in the sandbox.
+
+1. The regression test, added to the tree at the night's commit, must fail as production did: the same exception
+   class, raised through the crash frame ("not reproduced" otherwise, with what happened instead).
+2. With the fix applied, the same test must pass, and the existing tests of the modules the fix touches must not
+   fail where they passed before; a test that already failed without the fix is not blamed on it
+   ("reproduced, not fixed" otherwise).
+Each analysis ends `verified`, `reproduced, not fixed`, `not reproduced` or `not run` with the reason.
+The tree is the code host's tracked files (never its secret files), so a verification needs a local checkout.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from nightwatch.models import Analysis, FileChange, RegressionTest, Verification, VerificationRun
+from nightwatch.verify import sandbox
+from nightwatch.verify.reproduce import CrashSite, reproduces, without_library_frames
+from nightwatch.verify.testenv import (
+    TestCommand,
+    TestEnvironment,
+    existing_environment,
+    prepare_environment,
+    setup_command,
+    test_command,
+)
+from nightwatch.verify.tree import TreeError, disposable_tree
+
+MODEL_OUTPUT_CHARS = 4_000  # of a run's output, what the model reads (the end, where the runner reports)
+_FAILED_PYTEST = re.compile(r"^(?:FAILED|ERROR) (?P<id>\S+?)(?: - .*)?$", re.M)
+_FAILED_UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<name>\w+) \((?P<where>[\w.]+)\)", re.M)
+
+
+@dataclass(frozen=True)
+class TestSettings:
+    """How the application's tests run: NIGHTWATCH_TEST_SETUP, _COMMAND and _ENV, the limits of one run, the secrets
+    to redact from its output, and whether fixes are verified at all (NIGHTWATCH_VERIFY_FIXES)."""
+
+    setup: str | None = None
+    command: str | None = None
+    env_path: Path | None = None
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    secrets: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+class Verifier:
+    """The night's verifier: one test environment (made once, reused by every verification and later nights)."""
+
+    def __init__(self, root: Path | None, files: list[str], home: Path, config: TestSettings = TestSettings()) -> None:
+        self.root, self.files, self.home = root, files, home
+        self.setup, self.env_path, self.limits, self.secrets = config.setup, config.env_path, config.limits, list(config.secrets)
+        self.command = test_command(root, config.command) if root else None
+        self.enabled = config.enabled
+        self._env: TestEnvironment | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why nothing can be verified here, or None."""
+        if not self.enabled:
+            return "verification is off (NIGHTWATCH_VERIFY_FIXES=false)"
+        if self.root is None:
+            return "verification needs a local checkout of the application (NIGHTWATCH_CODE_PATH)"
+        reason = sandbox.unavailable_reason()
+        if reason:
+            return reason
+        if self.command is None:
+            return "no test command: set NIGHTWATCH_TEST_COMMAND (none of pytest, manage.py or unittest was detected)"
+        if self.command.ruby and not _ruby_ready():
+            return "no Ruby toolchain (ruby and bundle) is installed to run the application's Ruby tests"
+        if not self.command.ruby and self.env_path is None and not self.setup:
+            suggested = setup_command(self.root)
+            return ("no test environment: set NIGHTWATCH_TEST_SETUP" + (f" (for this checkout, e.g. `{suggested}`)" if suggested
+                    else "") + " or NIGHTWATCH_TEST_ENV")
+        return None
+
+    def environment(self) -> TestEnvironment:
+        with self._lock:
+            if self._env is None:
+                if self.env_path is not None:
+                    self._env = existing_environment(self.env_path)
+                elif self.command is not None and self.command.ruby:
+                    self._env = TestEnvironment(True, "the system's Ruby and gems")
+                else:
+                    self._env = prepare_environment(self.root, self.files, self.home, self.setup,  # type: ignore[arg-type]
+                                                    secrets=self.secrets)
+            return self._env
+
+    def describe(self) -> str:
+        """One line for `nightwatch check`: the command, the environment, or why nothing runs."""
+        reason = self.unavailable
+        if reason:
+            return f"not run: {reason}"
+        command = self.command
+        assert command is not None
+        how = "detected" if command.detected else "NIGHTWATCH_TEST_COMMAND"
+        where = (f"environment NIGHTWATCH_TEST_ENV={self.env_path}" if self.env_path else
+                 f"environment made by `{self.setup}` (NIGHTWATCH_TEST_SETUP)" if self.setup else "the system's Ruby")
+        return f"`{command.shown}` ({how}); {where}; sandbox: bubblewrap"
+
+    def run_test(self, test: RegressionTest, crash: CrashSite | None = None) -> tuple[VerificationRun, str]:
+        """The agent's run_test tool: the test file added to the tree at the night's commit, run once. Returns the run
+        and what it shows, for the model."""
+        run = self._run("regression test (run_test)", test, {})
+        if crash is None or run.outcome.startswith("not run"):
+            return run, run.outcome
+        ok, why = reproduces(run.output, crash)
+        return run, ("reproduces the production error: " if ok else "does not reproduce the production error: ") + why
+
+    def verify(self, analysis: Analysis, crash: CrashSite) -> Verification:
+        """Steps 1 and 2 above for the analysis's regression test and fix."""
+        test = analysis.regression_test
+        reason = self.unavailable
+        if reason or test is None:
+            return Verification(status="not run", reason=reason or "the analysis has no regression test",
+                                test_path=test.path if test else "")
+        base = Verification(status="not run", test_path=test.path, test=test.test or test.path)
+        if not self.environment().ready:
+            return base.model_copy(update={"reason": f"no test environment: {self.environment().detail}"})
+        try:
+            fix = fix_overlay(analysis.file_changes, self.root) if analysis.file_changes else {}  # type: ignore[arg-type]
+        except (ValueError, OSError) as exc:
+            return base.model_copy(update={"reason": f"the fix does not apply: {exc}"})
+        before = self._run("regression test without the fix", test, {})
+        if before.outcome.startswith("not run") or before.outcome == "passed":
+            reason = before.outcome.removeprefix("not run: ") if before.outcome != "passed" else \
+                "the test passes without the fix: it does not show the error"
+            return base.model_copy(update={"status": "not run" if before.outcome != "passed" else "not reproduced",
+                                           "reason": reason, "runs": [before]})
+        ok, why = reproduces(before.output, crash)
+        if not ok or not fix:
+            return base.model_copy(update={"status": "not reproduced" if not ok else "reproduced, not fixed", "runs": [before],
+                                           "reason": why if not ok else f"{why}; the analysis proposes no fix"})
+        return self._with_fix(base, test, fix, analysis, before, why)
+
+    def _with_fix(self, base: Verification, test: RegressionTest, fix: dict[str, str], analysis: Analysis,
+                  before: VerificationRun, why: str) -> Verification:
+        """Step 2: the test with the fix must pass, and the touched modules' tests that passed must still pass."""
+        related = related_tests(self.files, [c.path for c in analysis.file_changes], self.root, exclude=test.path)  # type: ignore[arg-type]
+        after = self._run("regression test and existing tests with the fix", test, fix, related)
+        runs = [before, after]
+        failed = failed_tests(after.output)
+        broken = {f for f in failed if not _names(test, f)}
+        if len(broken) < len(failed) or (after.outcome != "passed" and not broken):
+            return base.model_copy(update={"status": "reproduced, not fixed", "runs": runs,
+                                           "reason": f"{why}; with the fix the test still fails ({after.outcome})"})
+        if broken:
+            already = self._run("existing tests without the fix", None, {}, sorted(broken))
+            runs.append(already)
+            new = broken - failed_tests(already.output) if already.outcome != "passed" else broken
+            if new:
+                return base.model_copy(update={"status": "reproduced, not fixed", "runs": runs,
+                                               "reason": f"{why}; the fix breaks {len(new)} existing test(s): "
+                                                         + ", ".join(sorted(new)[:5])})
+        kept = f" and {len(related)} existing test file(s) pass" if related else ""
+        return base.model_copy(update={"status": "verified", "runs": runs,
+                                       "reason": f"the test fails without the fix ({why}) and passes with it{kept}"})
+
+    def _run(self, label: str, test: RegressionTest | None, fix: dict[str, str], extra: list[str] = ()) -> VerificationRun:  # type: ignore[assignment]
+        command: TestCommand = self.command  # type: ignore[assignment]
+        targets = ([test.test or test.path] if test else []) + list(extra)
+        argv = command.for_tests(targets) if command.kind != "pytest" else [*command.for_tests(targets), "-rfE"]
+        overlay = {**fix, **({test.path: test.content} if test else {})}
+        env = self.environment()
+        if not env.ready:
+            return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {env.detail}")
+        try:
+            with disposable_tree(self.root, self.files, overlay, parent=self._scratch()) as tree:  # type: ignore[arg-type]
+                run = sandbox.run(argv, tree, mounts=env.mounts, env=env.variables, limits=self.limits,
+                                  secrets=self.secrets)
+        except TreeError as exc:
+            return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {exc}")
+        return VerificationRun(label=label, command=shlex.join(argv), outcome=run.outcome, seconds=run.seconds,
+                               output=run.output)
+
+    def _scratch(self) -> Path:
+        folder = self.home / "sandbox"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+
+def for_model(run: VerificationRun, verdict: str) -> str:
+    """What the model reads of a run: the verdict, the command and the end of the (already redacted) output."""
+    text = without_library_frames(run.output)
+    output = text if len(text) <= MODEL_OUTPUT_CHARS else "[...]\n" + text[-MODEL_OUTPUT_CHARS:]
+    return f"{verdict}\n$ {run.command}  ({run.outcome}, {run.seconds:g} s)\n{output}"
+
+
+def fix_overlay(changes: list[FileChange], root: Path) -> dict[str, str]:
+    """The files a fix changes, as they read with it (every `before` must occur exactly once)."""
+    out: dict[str, str] = {}
+    for change in changes:
+        path = str(PurePosixPath(change.path))
+        if change.action == "create":
+            out[path] = change.after or ""
+            continue
+        if change.action == "delete":
+            raise ValueError(f"{path}: a fix that deletes a file is not verified")
+        text = out.get(path) if path in out else (root / path).read_text(encoding="utf-8")
+        if change.before is None or text.count(change.before) != 1:
+            raise ValueError(f"{path}: the excerpt to replace occurs {text.count(change.before or '')} times")
+        out[path] = text.replace(change.before, change.after or "", 1)
+    return out
+
+
+def related_tests(files: list[str], touched: list[str], root: Path, exclude: str = "", limit: int = 8) -> list[str]:
+    """Existing test files of the touched modules: those that import them, or that live beside a conftest that does."""
+    names = [_module(p) for p in touched if p.endswith(".py") and not _is_test(p)]
+    if not names:
+        return []
+    patterns = [re.compile(rf"\b{re.escape(m)}\b|from\s+{re.escape(m.rpartition('.')[0])}\s+import\s+[^\n]*\b"
+                           rf"{re.escape(m.rpartition('.')[2])}\b") for m in names if m]
+    hits: list[str] = []
+    conftest_dirs = set()
+    for rel in sorted(files):
+        if not rel.endswith(".py") or not _is_test(rel) or rel == exclude:
+            continue
+        try:
+            text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(p.search(text) for p in patterns):
+            if rel.endswith("conftest.py"):
+                conftest_dirs.add(str(PurePosixPath(rel).parent))
+            else:
+                hits.append(rel)
+    for rel in sorted(files):
+        if (rel.endswith(".py") and _is_test(rel) and not rel.endswith("conftest.py") and rel != exclude
+                and str(PurePosixPath(rel).parent) in conftest_dirs and rel not in hits):
+            hits.append(rel)
+    return hits[:limit]
+
+
+def failed_tests(output: str) -> set[str]:
+    """The tests a run reports failed: pytest's `FAILED id` summary lines, unittest's and Django's `FAIL: name (where)`."""
+    found = {m.group("id") for m in _FAILED_PYTEST.finditer(output)}
+    found |= {f"{m.group('where')}.{m.group('name')}" for m in _FAILED_UNITTEST.finditer(output)}
+    return found
+
+
+def _names(test: RegressionTest, failed: str) -> bool:
+    """Whether a failed test id is (part of) the regression test: its node id, its file, or its dotted label."""
+    wanted = test.test or test.path
+    return failed == wanted or failed.startswith((wanted + "::", wanted + ".")) or failed.split("::")[0] == test.path
+
+
+def _module(path: str) -> str:
+    return str(PurePosixPath(path).with_suffix("")).replace("/", ".").removesuffix(".__init__")
+
+
+def _is_test(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return any(p in {"tests", "test"} for p in parts[:-1]) or parts[-1].startswith("test_") or parts[-1] == "conftest.py"
+
+
+def _ruby_ready() -> bool:
+    import shutil
+    return bool(shutil.which("ruby") and shutil.which("bundle"))
