@@ -40,7 +40,7 @@ def run_checks(settings: Settings, statuses: list[SourceStatus], *, probe_api: b
     checks = [_sources(statuses), _writable("NIGHTWATCH_HOME", settings.resolved_home())]
     prefect_home = os.environ.get("PREFECT_HOME")
     checks.append(_writable("PREFECT_HOME", Path(prefect_home) if prefect_home else settings.resolved_home() / "prefect"))
-    checks += [_agent(settings.agent), _ignore_file(settings)]
+    checks += [_agent(settings.agent), _ignore_file(settings), _tests(settings)]
     if probe_api and any(s.name == "newrelic" and s.state == "live" for s in statuses):
         checks += newrelic_checks(settings)
     if probe_api and settings.live_model:
@@ -93,6 +93,21 @@ def _ignore_file(settings: Settings) -> Check:
     except InvalidIgnoreRules as exc:
         return Check("ignore rules", False, str(exc))
     return Check("ignore rules", True, f"{len(rules)} rules in {settings.ignore_file}")
+
+
+def _tests(settings: Settings) -> Check:
+    """How fixes are verified: the test command (configured or detected), the environment, the sandbox; a warning
+    (not an error) when they cannot be, since the night goes on and says so."""
+    from types import SimpleNamespace
+
+    from nightwatch.runtime import build_verifier
+    from nightwatch.settings import DEMO_DIRS
+
+    demo = (DEMO_DIRS[settings.demo] / "app").resolve() if not settings.code_path and not settings.github_repo else None
+    files = frozenset(str(p.relative_to(demo)) for p in demo.rglob("*") if p.is_file()) if demo else frozenset()
+    host = SimpleNamespace(root=demo, tracked_files=lambda: files)
+    verifier = build_verifier(settings, host)
+    return Check("verified fixes", verifier.unavailable is None, verifier.describe(), fatal=False)
 
 
 def newrelic_checks(settings: Settings) -> list[Check]:

@@ -70,7 +70,7 @@ class Verifier:
         if reason:
             return reason
         if self.command is None:
-            return "no test command: set NIGHTWATCH_TEST_COMMAND (none of pytest, manage.py or unittest was detected)"
+            return "no test command: set NIGHTWATCH_TEST_COMMAND (none of pytest, manage.py test, unittest, rspec or rails test was detected)"
         if self.command.ruby and not _ruby_ready():
             return "no Ruby toolchain (ruby and bundle) is installed to run the application's Ruby tests"
         if not self.command.ruby and self.env_path is None and not self.setup:
