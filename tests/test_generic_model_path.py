@@ -103,3 +103,21 @@ def test_a_valid_request_is_answered_with_a_tool_use_from_the_schema():
     (block,) = reply.json()["content"]
     assert block["type"] == "tool_use" and block["name"] == "echo" and block["input"] == {"text": ""}
     assert reply.json()["usage"]["input_tokens"] > 0
+
+
+def test_run_test_is_offered_where_tests_can_run_and_a_schema_valid_call_is_answered(generic):
+    """The run_test schema passes the API's rules; a call filled from it alone (an empty path) gets an answer the
+    model can act on, and the investigation still ends with a validated analysis."""
+    fake, client = generic
+    ran: list[str] = []
+    definition = next(d for d in list_definitions() if d.name == "base-analyzer")
+    result = investigate_error(
+        Investigation("r1", ERROR, TRACES, ResearchContext(fingerprint=ERROR.fingerprint)),
+        AgentKit(definition=definition, model="claude-sonnet-4-6", client=client, cache=CodeCache(LocalRepoHost(DEMO_APP)),
+                 events=EventLog(), max_iterations=12, token_budget=200_000,
+                 tester=lambda path, content, test: ran.append(path) or "does not reproduce the production error"),
+    )
+    offered = [t["name"] for t in fake.message_bodies()[0]["tools"]]
+    assert "run_test" in offered and result.failure is None
+    call = next(c for c in result.tool_calls if c.name == "run_test")
+    assert not call.ok and ran == []  # "" is not a test file path: refused before anything runs
