@@ -172,9 +172,17 @@ def eval_cases(
                                                       "temporary folder, kept for inspection."),
     jobs: int = typer.Option(0, min=0, help="Nights run side by side; default: one per core this process may use "
                                             "(at most 4)."),
+    fix_tests: bool = typer.Option(False, "--fix-tests", help="Also check the harness on the real fixes: each case's "
+                                   "regression_test, from <cases-dir>/trees, run in the sandbox at the fix's parent (it "
+                                   "must fail with the production class) and at the fix (it must pass). Makes each "
+                                   "application's test environment the first time (needs its package registry)."),
+    fix_tests_home: Optional[Path] = typer.Option(None, "--fix-tests-home", help="Where --fix-tests keeps the test "
+                                                  "environments, so a later run reuses them; default: in the workdir."),
 ) -> None:
     """Replay each case as a night on its own checkout and score it: route, crash file, origin, line, PR,
-    noise, path mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline."""
+    noise, path mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline. With
+    --fix-tests, also run each real fix commit's own regression test at its parent and at the fix (reported, not
+    compared with the baseline)."""
     from nightwatch.evaluation import EvalError, load_cases
 
     settings = _settings()
@@ -188,7 +196,8 @@ def eval_cases(
 
     code = run_eval(chosen, settings, EvalOptions(
         baseline_path=baseline or cases_dir / "baseline.json", workdir=workdir, checkout=repo, as_json=output is Output.json,
-        update_baseline=update_baseline, pr_min_confidence=pr_min_confidence, jobs=jobs))
+        update_baseline=update_baseline, pr_min_confidence=pr_min_confidence, jobs=jobs, fix_tests=fix_tests,
+        fix_tests_home=fix_tests_home, trees_dir=cases_dir / "trees"))
     raise typer.Exit(code)
 
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,14 +25,18 @@ from pathlib import Path
 
 from nightwatch import environment, run_log
 from nightwatch.evaluation import (
+    FIX_TESTS_CLAIM,
     CaseScore,
     EvalCase,
     EvalError,
+    FixTestScore,
     exported_at,
     failed,
+    fix_tests_summary,
     load_baseline,
     regressions,
     run_case,
+    run_fix_tests,
     summary,
     write_baseline,
 )
@@ -51,6 +56,9 @@ class EvalOptions:
     update_baseline: bool = False
     pr_min_confidence: str = "medium"
     jobs: int = 0  # nights side by side; 0: default_jobs()
+    fix_tests: bool = False  # also run each real fix commit's own regression test at its parent and at the fix
+    fix_tests_home: Path | None = None  # where their test environments are made and reused; default: in the workdir
+    trees_dir: Path | None = None  # the apps' bundles and yml (<cases-dir>/trees)
 
 
 def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) -> int:
@@ -74,11 +82,16 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
         return 2
     found = regressions(scores, baseline)
     totals = summary(scores, cases) | {"wall_seconds": round(time.monotonic() - started, 1), "model": _model_label(settings)}
+    fixes = _fix_tests(cases, root, options) if options.fix_tests else None
     if options.as_json:
-        sys.stdout.write(json.dumps({"cases": [s.model_dump() for s in scores], "summary": totals, "regressions": found},
-                                    indent=2) + "\n")
+        out = {"cases": [s.model_dump() for s in scores], "summary": totals, "regressions": found}
+        if fixes is not None:
+            out["fix_tests"] = {"cases": [f.model_dump() for f in fixes], "summary": _fix_totals(fixes)}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
         sys.stdout.write(eval_table(scores, totals) + "\n")
+        if fixes is not None:
+            sys.stdout.write("\n" + fix_tests_table(fixes) + "\n")
     if options.update_baseline:
         write_baseline(baseline_path, scores, _model_label(settings))
         run_log.say(f"eval: baseline written to {baseline_path}")
@@ -88,6 +101,46 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
     run_log.say(f"eval: {len(found)} regression(s) against {baseline_path}" if found else
                 f"eval: no regression against {baseline_path}" if baseline else f"eval: no baseline at {baseline_path}")
     return 1 if found else 0
+
+
+def _fix_tests(cases: list[EvalCase], root: Path, options: EvalOptions) -> list[FixTestScore]:
+    home = Path(options.fix_tests_home) if options.fix_tests_home else root / "fix-tests-home"
+    trees = Path(options.trees_dir) if options.trees_dir else (cases[0].folder.parent if cases else Path("evals")) / "trees"
+    run_log.say(f"eval: the fix commits' own tests, from {trees}; test environments in {home}")
+    started = time.monotonic()
+    fixes = run_fix_tests(cases, trees, root, home, say=run_log.say)
+    run_log.say(f"eval: fix commits' own tests: {fix_tests_summary(fixes)} ({FIX_TESTS_CLAIM}), "
+                f"{time.monotonic() - started:.0f} s")
+    return fixes
+
+
+def _fix_totals(fixes: list[FixTestScore]) -> dict[str, object]:
+    verdicts: dict[str, int] = {}
+    for f in fixes:
+        verdicts[f.verdict] = verdicts.get(f.verdict, 0) + 1
+    return {"hold": sum(1 for f in fixes if f.holds), "cases": len(fixes), "figure": f"{fix_tests_summary(fixes)} ({FIX_TESTS_CLAIM})",
+            "verdicts": verdicts, "setup_seconds": round(sum(f.setup_seconds for f in fixes), 1),
+            "run_seconds": round(sum(r.seconds for f in fixes for r in f.runs), 1)}
+
+
+def fix_tests_table(fixes: list[FixTestScore]) -> str:
+    """The text report of --fix-tests: one row per case, its detail under it, then the figure."""
+    row = "{:<44} {:<32} {:<24} {:<24}"
+    lines = ["Fix commits' own tests (the real fix's regression test in the sandbox, at the fix's parent and at the fix)",
+             row.format("case", "verdict", "at the parent", "at the fix"), "-" * 127]
+    for f in fixes:
+        runs = {r.side: f"{r.outcome} {r.seconds:g} s" for r in f.runs}
+        lines.append(row.format(f.case[:44], f.verdict[:32], runs.get("parent", "-")[:24], runs.get("fix", "-")[:24]))
+        lines.append(f"    {f.detail[:300]}")
+        if f.setup_seconds:
+            lines.append(f"    set-up: {f.environment[:200]}")
+        if f.note and not f.holds:
+            lines += textwrap.wrap(f"why: {f.note}", width=123, initial_indent="    ", subsequent_indent="      ")
+    totals = _fix_totals(fixes)
+    lines += ["", f"  fix commits' own tests: {totals['figure']}",
+              f"  set-up {totals['setup_seconds']:g} s, runs {totals['run_seconds']:g} s; each run's output under "
+              f"{Path(fixes[0].logs).parent if fixes and fixes[0].logs else 'the workdir'}"]
+    return "\n".join(lines)
 
 
 def default_jobs() -> int:

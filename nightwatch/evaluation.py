@@ -428,3 +428,149 @@ def regressions(scores: list[CaseScore], baseline: dict[str, dict[str, bool]]) -
 def write_baseline(path: Path, scores: list[CaseScore], model: str) -> None:
     data = {"model": model, "cases": baseline_of(scores)}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# the fix commits' own tests ---------------------------------------------------------------------------------
+
+TREES = "trees"  # <cases-dir>/trees/<app>.bundle and <app>.yml (scripts/fix_trees.py)
+TRAILER = "Original-Commit: "
+FIX_TESTS_CLAIM = "fail at the parent with the production class, pass at the fix"
+
+
+class AppTrees(Model):
+    """`<cases-dir>/trees/<app>.yml`: how an application's fix-commit tests run, and what its trees leave out."""
+
+    repository: str = ""
+    setup: str | None = None  # the test environment's set-up; default: what the tree's requirement files imply
+    command: str | None = None  # the test command; default: detected (pytest, manage.py test, unittest)
+    exclude: list[str] = Field(default_factory=list)  # fnmatch globs over whole paths (`*` crosses folders)
+    keep: list[str] = Field(default_factory=list)  # globs that win over `exclude`
+    why: str = ""  # why the excluded paths are not needed, and what the set-up needs from the machine
+    cases: dict[str, str] = Field(default_factory=dict)  # a case id -> what its check shows, where it does not hold
+
+
+class FixTestRun(Model):
+    side: str  # parent | fix
+    commit: str  # the real commit (the synthesized commit's Original-Commit)
+    outcome: str
+    seconds: float
+
+
+class FixTestScore(Model):
+    """One case's real fix commit, its own regression test run at the parent and at the fix (check_fix_commit)."""
+
+    case: str
+    app: str
+    test: str
+    error_class: str
+    verdict: str
+    detail: str
+    environment: str = ""
+    setup_seconds: float = 0.0
+    runs: list[FixTestRun] = Field(default_factory=list)
+    logs: str = ""  # the folder holding each run's output
+    note: str = ""  # the app yml's word on this case
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == "holds"
+
+
+def app_of(case: EvalCase) -> str:
+    """The application a case comes from, as its trees are named: the repository's name, lower case."""
+    return case.source.repository.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def fix_test_cases(cases: list[EvalCase]) -> list[EvalCase]:
+    """The cases whose real fix added a regression test the harness can run at the parent and at the fix."""
+    return [c for c in cases if c.regression_test and c.source.fix_commit and c.source.commit and not c.source.demo]
+
+
+def load_app_trees(trees_dir: Path, app: str) -> AppTrees:
+    path = Path(trees_dir) / f"{app}.yml"
+    if not path.is_file():
+        return AppTrees()
+    try:
+        return AppTrees.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        raise EvalError(f"{path}: {exc}") from exc
+
+
+def excluded(path: str, trees: AppTrees) -> bool:
+    """Whether the app's trees leave `path` out."""
+    from fnmatch import fnmatchcase
+
+    return any(fnmatchcase(path, p) for p in trees.exclude) and not any(fnmatchcase(path, k) for k in trees.keep)
+
+
+def case_ref(case: EvalCase, side: str) -> str:
+    return f"refs/cases/{case.id}/{side}"
+
+
+def run_fix_tests(cases: list[EvalCase], trees_dir: Path, workdir: Path, home: Path,
+                  say: Callable[[str], None] = lambda _line: None) -> list[FixTestScore]:
+    """Each case's real fix commit checked through the sandbox: its regression test at the parent (with the fix's
+    test files) must fail with the production error class, and pass at the fix. The trees come from the app's bundle,
+    cloned once into `workdir`; the test environments are made under `home` (and reused from there)."""
+    from nightwatch.verify.commit_tests import check_fix_commit
+
+    clones: dict[str, Path | str] = {}
+    scores = []
+    for case in fix_test_cases(cases):
+        app = app_of(case)
+        trees = load_app_trees(trees_dir, app)
+        if app not in clones:
+            clones[app] = _clone_bundle(Path(trees_dir) / f"{app}.bundle", workdir / "fix-trees" / f"{app}.git")
+        repo = clones[app]
+        out = FixTestScore(case=case.id, app=app, test=case.regression_test, error_class=case.error.error_class,
+                           verdict="not run", detail="", note=trees.cases.get(case.id, ""))
+        scores.append(out)
+        if isinstance(repo, str):
+            out.detail = repo
+            continue
+        parent, fix = (_resolve(repo, case_ref(case, side)) for side in ("parent", "fix"))
+        if not parent or not fix:
+            out.detail = f"{Path(trees_dir) / f'{app}.bundle'} has no {case_ref(case, 'parent' if not parent else 'fix')} " \
+                         "(write the bundles again: scripts/fix_trees.py)"
+            continue
+        say(f"eval: fix test of {case.id} ({case.regression_test})")
+        result = check_fix_commit(repo, parent, fix, case.regression_test, case.error.error_class, home,
+                                  setup=trees.setup, command=trees.command, crash_file=case.crash.file)
+        logs = workdir / "fix-tests" / case.id
+        logs.mkdir(parents=True, exist_ok=True)
+        originals = {parent: case.source.commit, fix: case.source.fix_commit}
+        for side, run in zip(("parent", "fix"), result.runs):
+            (logs / f"{side}.log").write_text(run.output, encoding="utf-8")
+            out.runs.append(FixTestRun(side=side, commit=originals.get(run.commit, run.commit), outcome=run.outcome,
+                                       seconds=run.seconds))
+        if result.setup_output:
+            (logs / "setup.log").write_text(result.setup_output, encoding="utf-8")
+        out.verdict, out.detail, out.environment = result.verdict, result.detail, result.environment
+        out.setup_seconds, out.logs = result.setup_seconds, str(logs)
+        say(f"eval: {case.id}: {out.verdict} ({out.detail[:160]})")
+    return scores
+
+
+def fix_tests_summary(scores: list[FixTestScore]) -> str:
+    return f"{sum(1 for s in scores if s.holds)}/{len(scores)} hold"
+
+
+def _clone_bundle(bundle: Path, dest: Path) -> Path | str:
+    """A bare repository at `dest` holding the bundle's case refs, or why there is none."""
+    if not bundle.is_file():
+        return f"no {bundle} (scripts/fix_trees.py writes it from a clone of the application)"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    for args in (["init", "-q", "--bare", str(dest)],
+                 ["-C", str(dest), "fetch", "-q", str(bundle.resolve()), "refs/cases/*:refs/cases/*"]):
+        proc = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=300)
+        if proc.returncode != 0:
+            return f"cannot read {bundle}: {proc.stderr.strip()[:300]}"
+    return dest
+
+
+def _resolve(repo: Path, ref: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
