@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from knowledge_store.documents import read_doc
-from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.agent.recall import EventLog
+from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.cli import app
 from nightwatch.models import RunReport, TraceData
 from nightwatch.offline.python_tests import Handler, fix_by_rule, regression_test

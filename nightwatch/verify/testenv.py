@@ -41,6 +41,8 @@ _PASS_THROUGH = re.compile(r"^(?:PIP_\w+|UV_INDEX\w*|UV_EXTRA_INDEX_URL|UV_DEFAU
 class TestCommand:
     """How the application's tests run, and how one test of them runs."""
 
+    __test__ = False  # not a pytest class
+
     kind: str  # pytest | django | unittest | rspec | rails | custom
     argv: tuple[str, ...]
     detected: bool
@@ -66,6 +68,8 @@ class TestCommand:
 class TestEnvironment:
     """Where the tests run: the folders the sandbox mounts read-only and the variables it sets. `ready` False says
     why in `detail`, and nothing runs."""
+
+    __test__ = False  # not a pytest class
 
     ready: bool
     detail: str

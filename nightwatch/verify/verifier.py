@@ -40,6 +40,8 @@ class TestSettings:
     """How the application's tests run: NIGHTWATCH_TEST_SETUP, _COMMAND and _ENV, the limits of one run, the secrets
     to redact from its output, and whether fixes are verified at all (NIGHTWATCH_VERIFY_FIXES)."""
 
+    __test__ = False  # not a pytest class
+
     setup: str | None = None
     command: str | None = None
     env_path: Path | None = None

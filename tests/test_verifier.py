@@ -1,0 +1,89 @@
+"""The verifier's verdicts, through the real sandbox on the Python demo application (its tests use what NightWatch's
+own environment has): verified, reproduced but not fixed, not reproduced, a fix that breaks a passing test, and a
+test that already failed without the fix, which is not blamed on it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from nightwatch.models import Analysis, FileChange, RegressionTest
+from nightwatch.verify import sandbox
+from nightwatch.verify.reproduce import CrashSite
+from nightwatch.verify.verifier import TestSettings, Verifier, failed_tests, related_tests
+
+pytestmark = pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
+                                reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)")
+
+APP = Path(__file__).resolve().parents[1] / "nightwatch" / "demo_python" / "app"
+FILES = sorted(str(p.relative_to(APP)) for p in APP.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+CRASH = CrashSite("builtins:IndexError", "bookshop/app.py", 30, "author_debut")
+TEST = RegressionTest(path="tests/test_regression_debut.py", content=(
+    "def test_an_author_without_books(client):\n    assert client.get('/authors/terry-pratchett/debut').status_code < 500\n"))
+CRASH_LINE = "    return dict(storage.books_by(slug)[0])"
+GUARD = ("    books = storage.books_by(slug)\n    if not books:\n        raise HTTPException(404, 'no books')\n"
+         "    return dict(books[0])")
+
+
+def verifier(tmp_path: Path) -> Verifier:
+    return Verifier(APP, FILES, tmp_path, TestSettings(env_path=Path(sys.prefix)))
+
+
+def analysis(*changes: FileChange, test: RegressionTest | None = TEST) -> Analysis:
+    return Analysis(title="t", reasoning="r", root_cause="r", has_fix=bool(changes), confidence="medium",
+                    file_changes=list(changes), regression_test=test)
+
+
+def test_a_fix_whose_test_fails_without_it_and_passes_with_it_is_verified(tmp_path):
+    v = verifier(tmp_path).verify(analysis(FileChange(path="bookshop/app.py", before=CRASH_LINE, after=GUARD)), CRASH)
+    assert v.status == "verified", v
+    assert "IndexError raised through bookshop/app.py:30" in v.reason
+    assert [r.outcome for r in v.runs] == ["failed (exit 1)", "passed"]
+    assert "tests/test_api.py" in v.runs[1].command  # the existing tests of the module the fix touches ran too
+
+
+def test_a_fix_that_does_not_fix_and_a_test_that_shows_another_error_say_so(tmp_path):
+    wrong = FileChange(path="bookshop/app.py", before=CRASH_LINE, after=CRASH_LINE + "  # looked at")
+    v = verifier(tmp_path).verify(analysis(wrong), CRASH)
+    assert v.status == "reproduced, not fixed" and "still fails" in v.reason
+    other = RegressionTest(path="tests/test_regression_other.py", content="def test_it():\n    {}['missing']\n")
+    v = verifier(tmp_path).verify(analysis(wrong, test=other), CRASH)
+    assert v.status == "not reproduced" and "KeyError" in v.reason and "not builtins:IndexError" in v.reason
+    passing = RegressionTest(path="tests/test_regression_ok.py", content="def test_it():\n    assert True\n")
+    assert verifier(tmp_path).verify(analysis(wrong, test=passing), CRASH).status == "not reproduced"
+
+
+def test_a_fix_that_breaks_a_passing_test_is_not_verified_but_an_old_failure_is_not_blamed_on_it(tmp_path):
+    breaking = FileChange(path="bookshop/pricing.py", before='RATES = {"EUR": 1.0, "USD": 1.08, "CHF": 0.94}',
+                          after='RATES = {"EUR": 1.0, "CHF": 0.94}')
+    v = verifier(tmp_path).verify(analysis(FileChange(path="bookshop/app.py", before=CRASH_LINE, after=GUARD), breaking), CRASH)
+    assert v.status == "reproduced, not fixed" and "the fix breaks" in v.reason and "test_price_in_euros_and_dollars" in v.reason
+    app = tmp_path / "app"
+    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    (app / "tests" / "test_old_failure.py").write_text("from bookshop import app\n\n\ndef test_known_bad():\n    assert False\n")
+    files = sorted(str(p.relative_to(app)) for p in app.rglob("*") if p.is_file())
+    v = Verifier(app, files, tmp_path, TestSettings(env_path=Path(sys.prefix))).verify(
+        analysis(FileChange(path="bookshop/app.py", before=CRASH_LINE, after=GUARD)), CRASH)
+    assert v.status == "verified", v  # test_known_bad failed before the fix too
+    assert [r.label for r in v.runs][-1] == "existing tests without the fix"
+
+
+def test_nothing_runs_without_a_checkout_a_command_or_an_environment(tmp_path):
+    assert Verifier(None, [], tmp_path).verify(analysis(), CRASH).reason.startswith("verification needs a local checkout")
+    bare = Verifier(APP, FILES, tmp_path)  # no NIGHTWATCH_TEST_SETUP and no NIGHTWATCH_TEST_ENV: nothing is installed
+    assert bare.verify(analysis(), CRASH).reason.startswith("no test environment: set NIGHTWATCH_TEST_SETUP")
+    off = Verifier(APP, FILES, tmp_path, TestSettings(env_path=Path(sys.prefix), enabled=False))
+    assert off.verify(analysis(), CRASH).reason == "verification is off (NIGHTWATCH_VERIFY_FIXES=false)"
+
+
+def test_failed_tests_and_related_tests_are_read_as_the_runners_print_them():
+    out = ("FAILED tests/test_api.py::test_price - KeyError: 'GBP'\nERROR tests/test_x.py::test_y\n"
+           "FAIL: test_it_works (hc.api.tests.test_ping.PingTestCase)\n")
+    assert failed_tests(out) == {"tests/test_api.py::test_price", "tests/test_x.py::test_y",
+                                 "hc.api.tests.test_ping.PingTestCase.test_it_works"}
+    assert related_tests(FILES, ["bookshop/pricing.py"], APP) == ["tests/test_pricing.py"]  # imports it
+    assert set(related_tests(FILES, ["bookshop/app.py"], APP)) == {"tests/test_api.py", "tests/test_pricing.py"}  # conftest
