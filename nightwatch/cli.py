@@ -179,10 +179,9 @@ def eval_cases(
     fix_tests_home: Optional[Path] = typer.Option(None, "--fix-tests-home", help="Where --fix-tests keeps the test "
                                                   "environments, so a later run reuses them; default: in the workdir."),
 ) -> None:
-    """Replay each case as a night on its own checkout and score it: route, crash file, origin, line, PR,
-    noise, path mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline. With
-    --fix-tests, also run each real fix commit's own regression test at its parent and at the fix (reported, not
-    compared with the baseline)."""
+    """Replay each case as a night on its own checkout and score it: route, crash file, origin, line, PR, noise, path
+    mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline. With --fix-tests, also run each
+    real fix commit's own regression test at its parent and at the fix (reported, not compared with the baseline)."""
     from nightwatch.evaluation import EvalError, load_cases
 
     settings = _settings()

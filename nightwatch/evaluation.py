@@ -29,6 +29,7 @@ from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import ErrorAnalysisResult, FileChange, Model, RunReport, Window
 from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.trace_paths import PathMap, locate_frames, mapped_share
+from nightwatch.verify.commit_tests import FixCommit, HarnessSettings
 
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
 CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "suspect", "suspect_top3", "evidence")
@@ -512,8 +513,6 @@ def run_fix_tests(cases: list[EvalCase], trees_dir: Path, workdir: Path, home: P
     """Each case's real fix commit checked through the sandbox: its regression test at the parent (with the fix's
     test files) must fail with the production error class, and pass at the fix. The trees come from the app's bundle,
     cloned once into `workdir`; the test environments are made under `home` (and reused from there)."""
-    from nightwatch.verify.commit_tests import check_fix_commit
-
     clones: dict[str, Path | str] = {}
     scores = []
     for case in fix_test_cases(cases):
@@ -534,21 +533,27 @@ def run_fix_tests(cases: list[EvalCase], trees_dir: Path, workdir: Path, home: P
                          "(write the bundles again: scripts/fix_trees.py)"
             continue
         say(f"eval: fix test of {case.id} ({case.regression_test})")
-        result = check_fix_commit(repo, parent, fix, case.regression_test, case.error.error_class, home,
-                                  setup=trees.setup, command=trees.command, crash_file=case.crash.file)
-        logs = workdir / "fix-tests" / case.id
-        logs.mkdir(parents=True, exist_ok=True)
-        originals = {parent: case.source.commit, fix: case.source.fix_commit}
-        for side, run in zip(("parent", "fix"), result.runs):
-            (logs / f"{side}.log").write_text(run.output, encoding="utf-8")
-            out.runs.append(FixTestRun(side=side, commit=originals.get(run.commit, run.commit), outcome=run.outcome,
-                                       seconds=run.seconds))
-        if result.setup_output:
-            (logs / "setup.log").write_text(result.setup_output, encoding="utf-8")
-        out.verdict, out.detail, out.environment = result.verdict, result.detail, result.environment
-        out.setup_seconds, out.logs = result.setup_seconds, str(logs)
+        _fix_test(out, case, FixCommit(repo, parent, fix, case.regression_test, case.error.error_class, case.crash.file),
+                  HarnessSettings(home, setup=trees.setup, command=trees.command), workdir / "fix-tests" / case.id)
         say(f"eval: {case.id}: {out.verdict} ({out.detail[:160]})")
     return scores
+
+
+def _fix_test(out: FixTestScore, case: EvalCase, commit: FixCommit, settings: HarnessSettings, logs: Path) -> None:
+    """Run one case's fix test into `out`; each side's output (and a failed set-up's) kept in `logs`."""
+    from nightwatch.verify.commit_tests import check_fix_commit
+
+    result = check_fix_commit(commit, settings)
+    logs.mkdir(parents=True, exist_ok=True)
+    originals = {commit.parent: case.source.commit, commit.fix: case.source.fix_commit}
+    for side, run in zip(("parent", "fix"), result.runs):
+        (logs / f"{side}.log").write_text(run.output, encoding="utf-8")
+        out.runs.append(FixTestRun(side=side, commit=originals.get(run.commit, run.commit), outcome=run.outcome,
+                                   seconds=run.seconds))
+    if result.setup_output:
+        (logs / "setup.log").write_text(result.setup_output, encoding="utf-8")
+    out.verdict, out.detail, out.environment = result.verdict, result.detail, result.environment
+    out.setup_seconds, out.logs = result.setup_seconds, str(logs)
 
 
 def fix_tests_summary(scores: list[FixTestScore]) -> str:

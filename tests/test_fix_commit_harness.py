@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from nightwatch.evaluation import (
     run_fix_tests,
 )
 from nightwatch.verify import commit_tests, sandbox
-from nightwatch.verify.commit_tests import changed_test_files, check_fix_commit
+from nightwatch.verify.commit_tests import FixCommit, HarnessSettings, changed_test_files, check_fix_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
@@ -90,8 +91,8 @@ def bookshop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 def check(bookshop: tuple[Path, dict[str, str]], fix: str, tmp_path: Path) -> commit_tests.CommitTestResult:
     repo, shas = bookshop
-    return check_fix_commit(repo, shas["parent"], shas[fix], TESTS[fix], PRODUCTION, tmp_path / "home",
-                            env_path=Path(sys.prefix), crash_file=CRASH)
+    return check_fix_commit(FixCommit(repo, shas["parent"], shas[fix], TESTS[fix], PRODUCTION, CRASH),
+                            HarnessSettings(tmp_path / "home", env_path=Path(sys.prefix)))
 
 
 def test_the_fix_commits_test_files_are_what_it_added_or_changed(bookshop) -> None:
@@ -127,7 +128,8 @@ def test_a_fix_whose_test_fails_at_the_parent_with_another_class_does_not_hold(b
 
 def test_an_unknown_commit_is_a_verdict_not_an_exception(bookshop, tmp_path):
     repo, shas = bookshop
-    result = check_fix_commit(repo, shas["parent"], "0" * 40, TESTS["gbp"], PRODUCTION, tmp_path, env_path=Path(sys.prefix))
+    result = check_fix_commit(FixCommit(repo, shas["parent"], "0" * 40, TESTS["gbp"], PRODUCTION),
+                              HarnessSettings(tmp_path, env_path=Path(sys.prefix)))
     assert result.verdict == "not run" and "could not be read" in result.detail
 
 
@@ -150,9 +152,9 @@ def test_the_eval_runs_a_case_from_its_applications_bundle(bookshop, tmp_path, m
         f"refs/cases/{case_id}/fix")
     seen = {}
 
-    def in_this_environment(*args, **kwargs):  # the test environment is NightWatch's own: no registry needed
-        seen.update(kwargs)
-        return check_fix_commit(*args, **kwargs, env_path=Path(sys.prefix))
+    def in_this_environment(commit, settings):  # the test environment is NightWatch's own: no registry needed
+        seen.update(vars(settings), crash_file=commit.crash_file)
+        return check_fix_commit(commit, replace(settings, env_path=Path(sys.prefix)))
 
     monkeypatch.setattr(commit_tests, "check_fix_commit", in_this_environment)
     [score] = run_fix_tests(load_cases(cases_dir), cases_dir / "trees", tmp_path / "work", tmp_path / "home")

@@ -56,57 +56,85 @@ def changed_test_files(repo: Path, parent: str, fix: str) -> list[str]:
     return [p for p in out.splitlines() if _is_test_path(p)]
 
 
-def check_fix_commit(repo: Path, parent: str, fix: str, test: str, error_class: str, home: Path, *,
-                     setup: str | None = None, command: str | None = None, env_path: Path | None = None,
-                     crash_file: str | None = None, limits: sandbox.Limits = sandbox.Limits(wall_s=300.0, cpu_s=300),
-                     ) -> CommitTestResult:
-    """Run `test` (as the runner names it) at `parent` with the fix's test files laid over it, then at `fix`.
+@dataclass(frozen=True)
+class FixCommit:
+    """A real bug fix: its repository, its parent and itself, the regression test it added (as the runner names it),
+    the class the bug raised in production and, when known, the crash frame's file."""
+
+    repo: Path
+    parent: str
+    fix: str
+    test: str
+    error_class: str
+    crash_file: str | None = None
+
+
+@dataclass(frozen=True)
+class HarnessSettings:
+    """Where test environments are made (`home`) and how: the set-up and test command (detected where None), or an
+    environment made elsewhere; the limits of one run."""
+
+    home: Path
+    setup: str | None = None
+    command: str | None = None
+    env_path: Path | None = None
+    limits: sandbox.Limits = field(default_factory=lambda: sandbox.Limits(wall_s=300.0, cpu_s=300))
+
+
+def check_fix_commit(commit: FixCommit, settings: HarnessSettings) -> CommitTestResult:
+    """Run the commit's test at its parent with the fix's test files laid over it, then at the fix.
 
     Each side runs in the environment its own requirement files make (the same one, reused, unless the fix changed
     them). A commit git does not know, or a set-up that fails, is a verdict ("not run"), never an exception."""
     try:
-        overlay = {path: _show(repo, fix, path) for path in changed_test_files(repo, parent, fix)}
-        with commit_tree(repo, parent, overlay) as tree:
-            runner = test_command(tree, command)
-            if runner is None:
-                return CommitTestResult(test, "not run", "no test command: set NIGHTWATCH_TEST_COMMAND")
-            env = _environment(tree, home, setup, env_path)
-            if not env.ready:
-                return CommitTestResult(test, "not run", env.detail, environment=env.detail,
-                                        setup_seconds=env.setup_seconds, setup_output=env.output)
-            before = _run(runner, env, tree, test, limits, parent)
-        with commit_tree(repo, fix) as tree:
-            env_fix = _environment(tree, home, setup, env_path)
-            if not env_fix.ready:
-                return CommitTestResult(test, "not run", f"at the fix: {env_fix.detail}", environment=env_fix.detail,
-                                        runs=[before], setup_seconds=env.setup_seconds + env_fix.setup_seconds,
-                                        setup_output=env_fix.output)
-            after = _run(runner, env_fix, tree, test, limits, fix)
+        sides = _both_sides(commit, settings)
     except (TreeError, subprocess.SubprocessError) as exc:
         why = getattr(exc, "stderr", None) or str(exc)
-        return CommitTestResult(test, "not run", f"the commits could not be read: {str(why).strip()[:300]}")
+        return CommitTestResult(commit.test, "not run", f"the commits could not be read: {str(why).strip()[:300]}")
+    if isinstance(sides, CommitTestResult):
+        return sides
+    (before, env), (after, env_fix) = sides
     made = sum(e.setup_seconds for e in (env, env_fix) if not e.reused)
     environment = env.detail if env_fix.mounts[:1] == env.mounts[:1] else f"{env.detail}; at the fix: {env_fix.detail}"
-    result = CommitTestResult(test, "", "", environment=environment, runs=[before, after], setup_seconds=made)
+    verdict, detail = _verdict(commit, before, after)
+    return CommitTestResult(commit.test, verdict, detail, environment=environment, runs=[before, after], setup_seconds=made)
+
+
+def _both_sides(commit: FixCommit, settings: HarnessSettings):  # type: ignore[no-untyped-def]
+    """(run, environment) at the parent and at the fix, or a "not run" result."""
+    overlay = {path: _show(commit.repo, commit.fix, path) for path in changed_test_files(commit.repo, commit.parent, commit.fix)}
+    runner: TestCommand | None = None
+    sides = []
+    for sha, laid in ((commit.parent, overlay), (commit.fix, {})):
+        with commit_tree(commit.repo, sha, laid) as tree:
+            runner = runner or test_command(tree, settings.command)
+            if runner is None:
+                return CommitTestResult(commit.test, "not run", "no test command: set NIGHTWATCH_TEST_COMMAND")
+            env = _environment(tree, settings.home, settings.setup, settings.env_path)
+            if not env.ready:
+                where = "" if sha == commit.parent else "at the fix: "
+                return CommitTestResult(commit.test, "not run", where + env.detail, environment=env.detail,
+                                        runs=[s[0] for s in sides], setup_seconds=env.setup_seconds, setup_output=env.output)
+            sides.append((_run(runner, env, tree, commit.test, settings.limits, sha), env))
+    return sides
+
+
+def _verdict(commit: FixCommit, before: CommitTestRun, after: CommitTestRun) -> tuple[str, str]:
     raised = [e.error_class for e in tracebacks(before.output)]
     if before.outcome.startswith("not run"):
-        result.verdict, result.detail = "not run", before.outcome
-    elif before.outcome == "passed":
-        result.verdict, result.detail = "passes at the parent", "the test does not fail before the fix"
-    elif not any(same_class(error_class, r) for r in raised):
-        result.verdict = "fails differently at the parent"
-        result.detail = f"raised {', '.join(dict.fromkeys(raised)) or 'no exception'} (test output: {before.outcome}), " \
-                        f"not {error_class}"
-    elif after.outcome != "passed":
-        result.verdict, result.detail = "fails at the fix", after.outcome
-    else:
-        through = ""
-        if crash_file:
-            ok, _why = reproduces(before.output, CrashSite(error_class, crash_file))
-            through = f", through {crash_file}" if ok else f" (not through {crash_file})"
-        result.verdict = "holds"
-        result.detail = f"fails at the parent with {error_class}{through}; passes at the fix"
-    return result
+        return "not run", before.outcome
+    if before.outcome == "passed":
+        return "passes at the parent", "the test does not fail before the fix"
+    if not any(same_class(commit.error_class, r) for r in raised):
+        return ("fails differently at the parent", f"raised {', '.join(dict.fromkeys(raised)) or 'no exception'} "
+                f"(test output: {before.outcome}), not {commit.error_class}")
+    if after.outcome != "passed":
+        return "fails at the fix", after.outcome
+    through = ""
+    if commit.crash_file:
+        ok, _why = reproduces(before.output, CrashSite(commit.error_class, commit.crash_file))
+        through = f", through {commit.crash_file}" if ok else f" (not through {commit.crash_file})"
+    return "holds", f"fails at the parent with {commit.error_class}{through}; passes at the fix"
 
 
 def _environment(tree: Path, home: Path, setup: str | None, env_path: Path | None) -> TestEnvironment:
