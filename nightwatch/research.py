@@ -143,7 +143,7 @@ def _add_suspects(ctx: ResearchContext, host: CodeHost, error: ErrorGroup, trace
     if not frames:
         return
     if not can_blame(host):
-        ctx.notes.append("suspect commits: this code host cannot blame lines yet")
+        ctx.notes.append("suspect commits: this code host cannot blame lines")
         return
     ctx.suspect_commits, notes = suspect_commits(host, frames, error.first_seen)
     ctx.notes.extend(f"suspect commits: {n}" for n in notes)

@@ -20,6 +20,7 @@ UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 
 def test_a_merged_fix_whose_error_comes_back_is_a_regression_first_in_the_next_report(nightwatch_home: Path, monkeypatch):
     monkeypatch.setenv("NIGHTWATCH_PR_MIN_CONFIDENCE", "medium")  # the offline model is never highly confident
+    monkeypatch.setenv("NIGHTWATCH_PR_REQUIRE_VERIFIED", "false")  # the Rails demo's tests need a Ruby toolchain
     first = run_night(until=UNTIL, max_errors=6)
     assert first.pr is not None and first.pr.action == "created", first.pr
     pulls = nightwatch_home / "tracker" / "pulls" / "index.json"
@@ -64,6 +65,7 @@ def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no
     from knowledge_store.documents import read_doc
 
     monkeypatch.setenv("NIGHTWATCH_PR_MIN_CONFIDENCE", "medium")
+    monkeypatch.setenv("NIGHTWATCH_PR_REQUIRE_VERIFIED", "false")  # the Rails demo's tests need a Ruby toolchain
     tracker = nightwatch_home / "tracker"
     nights = [run_night(until=UNTIL, max_errors=6, max_issues=3)]
     fixed = nights[0].pr

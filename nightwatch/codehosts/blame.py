@@ -121,5 +121,7 @@ def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_line
         text = run_git(root, "show", "--format=", "--no-color", "-M", "--unified=2", sha, "--", path, timeout=timeout)
     except CodeHostError:
         return ""
-    body = [line for line in text.splitlines() if not line.startswith(("diff --git", "index ", "--- ", "+++ "))]
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    body = lines[start:]  # from the first hunk, as GitHub's patch of a file reads (no diff, mode or rename headers)
     return "\n".join(body[:limit_lines]) + ("\n…" if len(body) > limit_lines else "")

@@ -46,6 +46,8 @@ from nightwatch.codehosts.base import (
     secret_text_reason,
     withheld,
 )
+from nightwatch.codehosts.blame import Blame, Landing
+from nightwatch.codehosts.github_blame import blame_via_graphql, hunk_of_patch, landing_via_graphql
 from nightwatch.models import CorrelatedPR
 
 REPO_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -295,6 +297,32 @@ class GitHubHost(GitHubRepoAdapter):
                 if len(found) >= limit:
                     break
         return found
+
+    # who changed what: the evidence for suspect commits (nightwatch.suspects) --------------------------------
+
+    def blame(self, path: str, lines: list[int]) -> Blame:
+        rel = safe_relative_path(path)
+        return blame_via_graphql(self._graphql, self.repo_name, self.default_branch(), rel, lines)
+
+    def landing(self, sha: str) -> Landing:
+        return landing_via_graphql(self._graphql, self.repo_name, sha, self.default_branch())
+
+    def hunk(self, sha: str, path: str) -> str:
+        try:
+            with github_errors(f"reading commit {sha[:12]}"):
+                return hunk_of_patch(list(islice(self.repository.get_commit(sha).files, 300)), path)
+        except CodeHostError:
+            return ""
+
+    def pull_url(self, number: int) -> str:
+        try:
+            return f"{self.repository.html_url}/pull/{number}"
+        except Exception:  # noqa: BLE001 - only a link
+            return ""
+
+    def _graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        with github_errors("querying GitHub's GraphQL API"):
+            return self._gh.requester.graphql_query(query, variables)[1].get("data") or {}
 
 
 def _search_terms(query: str, regex: bool) -> str:

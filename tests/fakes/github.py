@@ -16,10 +16,13 @@ import hashlib
 import itertools
 import math
 import socket
+import subprocess
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode
 
+from tests.fakes.github_history import GitHistory
 from tests.fakes.http import FakeHTTPServer, Reply, Request
 
 T0 = datetime(2026, 11, 20, 3, 0, tzinfo=timezone.utc)
@@ -34,7 +37,8 @@ def blob_sha(data: bytes) -> str:
 
 
 class FakeGitHub:
-    def __init__(self, repo: str = "acme/shop", default_branch: str = "main", token: str = "ghp_faketoken1234567890abcdef") -> None:
+    def __init__(self, repo: str = "acme/shop", default_branch: str = "main", token: str = "ghp_faketoken1234567890abcdef",
+                 history: Path | None = None) -> None:
         self.full_name = repo
         self.owner, self.name = repo.split("/")
         self.default_branch = default_branch
@@ -48,6 +52,7 @@ class FakeGitHub:
         self._numbers = itertools.count(1)
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
+        self.history = GitHistory(history, base=default_branch) if history else None  # blame, commits: from real git
         self.server = FakeHTTPServer()
         self._register_routes()
 
@@ -220,6 +225,9 @@ class FakeGitHub:
             ("GET", r + "/git/ref/(?P<ref>.+)", self._get_ref),
             ("GET", r + "/git/trees/(?P<tree>.+)", self._get_tree),
             ("POST", r + "/git/refs", self._create_ref),
+            ("GET", r + "/commits/{sha}", self._get_commit),
+            ("POST", "/graphql", self._graphql),
+            ("POST", "/api/graphql", self._graphql),
         ]
         for method, pattern, handler in routes:
             self.server.route(method, pattern, self._guarded(handler))
@@ -249,6 +257,19 @@ class FakeGitHub:
             headers["Link"] = f'{link(page + 1)}; rel="next", {link(last)}; rel="last"'
         body = {**wrap, "items": chunk} if wrap is not None else chunk
         return Reply(200, body, headers)
+
+    def _graphql(self, req: Request) -> Reply:
+        if self.history is None:
+            return Reply(200, {"errors": [{"message": "this fake has no history (FakeGitHub(history=...))"}]})
+        return Reply(200, self.history.graphql(req.json()))
+
+    def _get_commit(self, req: Request) -> Reply:
+        if self.history is None:
+            return Reply(404, {"message": "Not Found"})
+        try:
+            return Reply(200, self.history.rest_commit(req.params["sha"]))
+        except subprocess.CalledProcessError:
+            return Reply(422, {"message": f"No commit found for SHA: {req.params['sha']}"})
 
     def _get_repo(self, req: Request) -> Reply:
         return Reply(200, self.repo_json())

@@ -1,0 +1,102 @@
+"""What the fake GitHub answers about history, from a real git repository: GraphQL `blame` ranges and a commit's
+`associatedPullRequests`, and the REST commit with its files' patches, in the shapes GitHub's API documents.
+
+GitHub's blame is git's, of the whole file, without -w or -M; a commit's pull request is the one whose merge brought
+it to the default branch: GitHub records a merge as "Merge pull request #N from ...", a squash as "Title (#N)". The
+fake reads both from git itself. The GraphQL queries it answers are recognised by the fields they ask for; anything
+else is a GraphQL error, as GitHub answers an unknown field.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+_MERGE = re.compile(r"^Merge pull request #(\d+) from ")
+_SQUASH = re.compile(r"\(#(\d+)\)$")
+_HEADER = re.compile(r"^([0-9a-f]{40}) \d+ (\d+)(?: (\d+))?$")
+
+
+class GitHistory:
+    def __init__(self, repo: Path, branch: str = "HEAD", base: str = "main") -> None:
+        self.repo, self.branch, self.base = repo, branch, base  # base: the default branch's name on GitHub
+
+    def _git(self, *args: str) -> str:
+        return subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True, text=True, check=True,
+                              timeout=60).stdout
+
+    def graphql(self, body: dict[str, Any]) -> dict[str, Any]:
+        query, variables = body.get("query", ""), body.get("variables") or {}
+        try:
+            if "blame(path:" in query:
+                return {"data": {"repository": {"object": {"blame": {"ranges": self.ranges(variables["path"])}}}}}
+            if "associatedPullRequests" in query:
+                return {"data": {"repository": {"object": self.commit(variables["oid"])}}}
+        except subprocess.CalledProcessError as exc:
+            return {"data": {"repository": {"object": None}},
+                    "errors": [{"type": "NOT_FOUND", "message": exc.stderr.strip()[:200]}]}
+        return {"errors": [{"message": "the fake answers blame and associatedPullRequests queries only"}]}
+
+    def ranges(self, path: str) -> list[dict[str, Any]]:
+        """Blame of the whole file at the branch, as consecutive ranges of one commit each."""
+        text = self._git("blame", "--porcelain", self.branch, "--", path)
+        info: dict[str, dict[str, str]] = {}
+        lines: list[tuple[int, str]] = []
+        sha = ""
+        for raw in text.splitlines():
+            head = _HEADER.match(raw)
+            if head:
+                sha = head[1]
+                lines.append((int(head[2]), sha))
+                info.setdefault(sha, {})
+            elif not raw.startswith("\t") and sha:
+                key, _, value = raw.partition(" ")
+                info[sha].setdefault(key, value)
+        ranges: list[dict[str, Any]] = []
+        for number, sha in sorted(lines):
+            if ranges and ranges[-1]["commit"]["oid"] == sha and ranges[-1]["endingLine"] == number - 1:
+                ranges[-1]["endingLine"] = number
+                continue
+            ranges.append({"startingLine": number, "endingLine": number, "age": 1, "commit": self._commit_node(sha, info[sha])})
+        return ranges
+
+    def _commit_node(self, sha: str, meta: dict[str, str]) -> dict[str, Any]:
+        when = self._git("log", "-1", "--format=%cI", sha).strip()
+        return {"oid": sha, "committedDate": when, "messageHeadline": meta.get("summary", ""),
+                "author": {"name": meta.get("author", "")}}
+
+    def commit(self, sha: str) -> dict[str, Any]:
+        when, subject, parents = self._git("log", "-1", "--format=%cI%x1f%s%x1f%P", sha).strip("\n").split("\x1f")
+        return {"committedDate": when, "messageHeadline": subject,
+                "parents": {"totalCount": len(parents.split())},
+                "associatedPullRequests": {"nodes": self._pulls_of(sha, when, subject)}}
+
+    def _pulls_of(self, sha: str, when: str, subject: str) -> list[dict[str, Any]]:
+        merges = self._git("log", "--merges", "--ancestry-path", "--reverse", "--format=%cI%x1f%s", f"{sha}..{self.branch}")
+        for line in merges.splitlines():
+            merged_at, _, title = line.partition("\x1f")
+            if m := _MERGE.match(title):
+                return [{"number": int(m[1]), "mergedAt": merged_at, "baseRefName": self.base}]
+        if m := _SQUASH.search(subject):
+            return [{"number": int(m[1]), "mergedAt": when, "baseRefName": self.base}]
+        return []
+
+    def rest_commit(self, sha: str) -> dict[str, Any]:
+        """GET /repos/{owner}/{repo}/commits/{sha}: the commit with each file's status and patch."""
+        full = self._git("rev-parse", sha).strip()
+        names = self._git("show", "--format=", "-M", "--name-status", full).splitlines()
+        files = []
+        for row in names:
+            parts = row.split("\t")
+            status, path = parts[0], parts[-1]
+            patch = self._git("show", "--format=", "--no-color", "-M", "--unified=2", full, "--", *parts[1:])
+            lines = patch.splitlines()
+            body = "\n".join(lines[next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines)):])
+            entry = {"sha": full, "filename": path, "status": {"A": "added", "D": "removed"}.get(status[0], "modified"),
+                     "additions": 0, "deletions": 0, "changes": 0, "patch": body}
+            if status.startswith("R"):
+                entry |= {"status": "renamed", "previous_filename": parts[1]}
+            files.append(entry)
+        return {"sha": full, "files": files, "commit": {"message": self._git("log", "-1", "--format=%B", full)}}
