@@ -25,10 +25,15 @@ UNTIL = "2026-11-21T06:00:00"
 
 
 def one_run(home: Path, max_errors: int) -> tuple[float, dict]:
-    env = {**os.environ, "NIGHTWATCH_HOME": str(home)}
+    return offline_night(home, ["--until", UNTIL, "--max-errors", str(max_errors)])
+
+
+def offline_night(home: Path, args: list[str], env_overrides: dict[str, str] | None = None) -> tuple[float, dict]:
+    """`nightwatch run` in `home` with no service configured: its wall time and its JSON report."""
+    env = {**os.environ, "NIGHTWATCH_HOME": str(home), **(env_overrides or {})}
     for name in ("ANTHROPIC_API_KEY", "NEW_RELIC_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN", "PREFECT_API_URL"):
         env.pop(name, None)
-    cmd = [str(ROOT / ".venv" / "bin" / "nightwatch"), "run", "--output", "json", "--until", UNTIL, "--max-errors", str(max_errors)]
+    cmd = [str(ROOT / ".venv" / "bin" / "nightwatch"), "run", "--output", "json", *args]
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     elapsed = time.perf_counter() - started

@@ -12,31 +12,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.run_demo import offline_night  # noqa: E402
+
 UNTIL = "2026-11-26T06:00:00"
 
 
 def one_night(verify: bool) -> tuple[float, dict]:
     with tempfile.TemporaryDirectory(prefix="nightwatch-verify-bench-") as tmp:
-        env = {**os.environ, "NIGHTWATCH_HOME": tmp, "NIGHTWATCH_DEMO": "python",
-               "NIGHTWATCH_VERIFY_FIXES": "true" if verify else "false"}
-        for name in ("ANTHROPIC_API_KEY", "NEW_RELIC_API_KEY", "GITHUB_TOKEN", "SLACK_BOT_TOKEN", "PREFECT_API_URL"):
-            env.pop(name, None)
-        cmd = [str(ROOT / ".venv" / "bin" / "nightwatch"), "run", "--output", "json", "--until", UNTIL]
-        started = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-        elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(f"night failed ({done.returncode}): {done.stderr[-2000:]}")
-    return elapsed, json.loads(done.stdout)
+        return offline_night(Path(tmp), ["--until", UNTIL], {"NIGHTWATCH_DEMO": "python",
+                                                             "NIGHTWATCH_VERIFY_FIXES": "true" if verify else "false"})
 
 
 def summary(report: dict) -> dict:
