@@ -75,4 +75,4 @@ def test_a_night_on_the_python_demo_localises_every_planted_bug(monkeypatch) -> 
         assert crash and (crash.file, crash.line) == (defect["crash"]["file"], defect["crash"]["line"]), defect["error_class"]
         if defect["origin"] != defect["crash"] and analysis.origin:
             origins_named += (analysis.origin.file, analysis.origin.line) == (defect["origin"]["file"], defect["origin"]["line"])
-    assert origins_named >= 3  # of the five that start away from the crash line (the model's rules: nightwatch/offline)
+    assert origins_named == 5  # all five that start away from the crash line (the model's rules: nightwatch/offline)

@@ -61,3 +61,28 @@ def test_a_key_missing_from_a_module_table_leads_to_the_table() -> None:
 def test_ruby_frames_are_not_these_rules_to_read() -> None:
     ruby = PyFrame("app/models/order.rb", 2, {1: "def total(code)", 2: "  code.strip"})
     assert python_origin("NoMethodError", "'NoneType' object has no attribute 'strip'", [ruby]) is None
+
+
+def test_an_assertion_on_a_models_attribute_leads_to_the_field_bound_that_admits_what_it_rejects() -> None:
+    callee = PyFrame("pricing.py", 2, {1: "def line_total(price, quantity):", 2: "    assert quantity > 0, 'positive'"})
+    caller = PyFrame("orders.py", 8, {1: "class Line(BaseModel):", 2: "    price: float", 3: "    quantity: int = Field(ge=0)",
+                                      7: "def total(order):", 8: "    return sum(line_total(l.price, l.quantity) for l in order.lines)"})
+    found = python_origin("builtins:AssertionError", "positive", [callee, caller])
+    assert found is not None and (found.file, found.line) == ("orders.py", 3) and "ge=0" in found.note
+    strict = PyFrame("orders.py", 8, {**caller.source, 3: "    quantity: int = Field(gt=0)"})
+    assert python_origin("builtins:AssertionError", "positive", [callee, strict]) is None  # gt=0 admits nothing it rejects
+
+
+def test_a_string_in_arithmetic_leads_to_the_csv_reader_that_made_the_rows() -> None:
+    from nightwatch.offline.python_origins import producer_origin, row_producer
+
+    crash = PyFrame("reports.py", 4, {1: "def weekly(report):", 2: "    totals = {}", 3: "    for row in storage.rows(report):",
+                                      4: "        totals[row['isbn']] = totals.get(row['isbn'], 0) + row['quantity']"})
+    message = "unsupported operand type(s) for +: 'int' and 'str'"
+    assert row_producer(message, crash) == "rows"
+    assert row_producer("division by zero", crash) is None
+    storage = {1: "import csv", 4: "def rows(report):", 5: "    return list(csv.DictReader(io.StringIO(report)))",
+               8: "def other():", 9: "    return csv.reader(x)"}
+    found = producer_origin("rows", "storage.py", storage)
+    assert found is not None and (found.file, found.line) == ("storage.py", 5)
+    assert producer_origin("rows", "storage.py", {4: "def rows(report):", 5: "    return json.loads(report)"}) is None

@@ -26,6 +26,7 @@ from nightwatch.offline.emulated_cache import PromptCache
 from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.offline.heuristics import Evidence, diagnose, triage_verdict
 from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
+from nightwatch.offline.python_origins import PyFrame, producer_origin, row_producer
 from nightwatch.offline.python_tests import fix_by_rule, handler_of, regression_test
 from nightwatch.prompts import previews_in
 
@@ -232,6 +233,12 @@ class OfflineAnalyst:
         query = assignment_query(nil_receiver(conv.message, conv.source_of(crash[0]).get(crash[1], "")))
         if query and not conv.called("search_code", query=query):
             return "search_code", {"query": query}
+        producer = row_producer(conv.message, PyFrame(crash[0], crash[1], conv.source_of(crash[0])))
+        if producer and not conv.called("search_code", query=f"def {producer}"):
+            return "search_code", {"query": f"def {producer}"}  # where the rows the crash line reads are made
+        made_in = _defined_in(conv, producer)
+        if made_in and "read_file" in tools and not conv.called("read_file", path=made_in):
+            return "read_file", {"path": made_in}
         origin = self._origin(conv)
         if origin and "read_file" in tools and not conv.called("read_file", path=origin.file):
             return "read_file", {"path": origin.file}
@@ -241,6 +248,11 @@ class OfflineAnalyst:
         crash = conv.top_frame()
         if crash is None:
             return None
+        producer = row_producer(conv.message, PyFrame(crash[0], crash[1], conv.source_of(crash[0])))
+        made_in = _defined_in(conv, producer)
+        found = producer_origin(producer, made_in, conv.source_of(made_in)) if producer and made_in else None
+        if found:
+            return Origin(found.file, found.line, found.note)
         source = conv.source_of(crash[0])
         query = assignment_query(nil_receiver(conv.message, source.get(crash[1], "")))
         hits = conv.result("search_code", query=query) if query else None
@@ -297,6 +309,15 @@ class OfflineModel(EmulatedMessagesAPI):
 
 
 CONFTEST = "tests/conftest.py"
+
+
+def _defined_in(conv: _Conversation, function: str | None) -> str | None:
+    """The file a `def <function>` search found it in."""
+    hits = conv.result("search_code", query=f"def {function}") if function else None
+    if not hits or hits[1]:
+        return None
+    found = re.search(r"^(?:## )?([\w./-]+\.py)\b", hits[0], re.M)
+    return found[1] if found else None
 
 
 def _python_web(conv: _Conversation) -> bool:

@@ -5,6 +5,10 @@
 - An error that quotes the bad value (`Invalid isoformat string: 'last-month'`): the line of the stack's functions
   where that value is written as a literal (a parameter's default, an assignment).
 - A KeyError on a module-level table (`RATES[currency]`): the table's definition, which decides its keys.
+- An assertion on a parameter (`assert quantity > 0`) whose argument is a model's attribute (`line.quantity`): the
+  field declaration whose bound (`Field(ge=0)`) admits what the assertion rejects.
+- A str met a number in arithmetic on `row[...]` of a loop over a function's rows: that function, where a csv reader
+  yields strings (the offline model finds and reads it: `row_producer`, `producer_origin`).
 Each rule reads only the frames' lines already in view; none knows any application.
 """
 
@@ -39,7 +43,8 @@ def python_origin(error_class: str, message: str, frames: list[PyFrame]) -> Foun
     (where it raised) first."""
     if not frames or not frames[0].path.endswith(".py"):
         return None
-    return _none_passed_in(message, frames) or _quoted_literal(message, frames) or _missing_table_key(error_class, message, frames[0])
+    return (_none_passed_in(message, frames) or _quoted_literal(message, frames)
+            or _missing_table_key(error_class, message, frames[0]) or _field_admits(frames))
 
 
 def _none_passed_in(message: str, frames: list[PyFrame]) -> Found | None:
@@ -82,6 +87,83 @@ def _missing_table_key(error_class: str, message: str, crash: PyFrame) -> Found 
         defined = next((n for n, t in sorted(crash.source.items()) if re.match(rf"^{table}\s*(?::[^=]+)?=", t)), None)
         if defined:
             return Found(crash.path, defined, f"`{table}` has no key {message.strip()[:60]}; its keys are decided here")
+    return None
+
+
+_ASSERT = re.compile(r"^\s*assert\s+(\w+)\s*(>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)\b")
+_FIELD_BOUND = re.compile(r"\b(ge|gt|le|lt)\s*=\s*(-?\d+(?:\.\d+)?)")
+
+
+def _field_admits(frames: list[PyFrame]) -> Found | None:
+    """`assert quantity > 0` on a parameter whose argument is a model's attribute (`line.quantity`): the field's
+    declaration decides what values arrive, and a bound it declares (`Field(ge=0)`) that admits what the assertion
+    rejects is where the value's shape is wrong."""
+    crash = frames[0]
+    check = _ASSERT.match(crash.source.get(crash.line, ""))
+    if not check or len(frames) < 2:
+        return None
+    name, op, bound = check[1], check[2], float(check[3])
+    function, params = _enclosing_def(crash)
+    argument = _argument(frames[1].source.get(frames[1].line, ""), function, params, name) if name in params else None
+    attribute = re.fullmatch(r"[\w.]*\.(\w+)", argument or "") or re.search(rf"\.({re.escape(name)})\b",
+                                                                             frames[1].source.get(frames[1].line, ""))
+    if not attribute:
+        return None
+    declaration = re.compile(rf"^\s+{re.escape(attribute[1])}\s*:[^=]*=\s*(?:\w+\.)?Field\((?P<args>.*)\)")
+    for frame in frames:
+        for number, text in sorted(frame.source.items()):
+            field_decl = declaration.match(text)
+            if field_decl and any(_admits(kind, float(value), op, bound) for kind, value in _FIELD_BOUND.findall(field_decl["args"])):
+                return Found(frame.path, number, f"`{attribute[1]}` is declared with `{field_decl['args'].strip()}`, which "
+                                                 f"admits values `assert {name} {op} {check[3]}` rejects")
+    return None
+
+
+def _admits(kind: str, value: float, op: str, bound: float) -> bool:
+    """Whether a field bound (`ge=0`) lets through a value the assertion (`> 0`) rejects."""
+    if op in (">", ">="):
+        lowest_allowed = value if kind in ("ge", "gt") else None
+        if lowest_allowed is None:
+            return False
+        return lowest_allowed < bound or (lowest_allowed == bound and op == ">" and kind == "ge")
+    highest_allowed = value if kind in ("le", "lt") else None
+    if highest_allowed is None:
+        return False
+    return highest_allowed > bound or (highest_allowed == bound and op == "<" and kind == "le")
+
+
+_STR_MIXED = re.compile(r"unsupported operand type\(s\) for [^:]+: '(?:int|float|str)' and '(?:int|float|str)'|"
+                        r"can only concatenate str|not supported between instances of '(?:str|int|float)' and")
+_READER = re.compile(r"\bcsv\.(?:DictReader|reader)\(")
+
+
+def row_producer(message: str, crash: PyFrame) -> str | None:
+    """The function whose rows the crash line does arithmetic on, when a str met a number there: the call a
+    `for row in ...` loop of the crashing function iterates, for a `row[...]` the crash line reads."""
+    if not _STR_MIXED.search(message) or "str" not in message:
+        return None
+    start = _def_line(crash) or 1
+    for variable in re.findall(r"\b(\w+)\[[\"'][^\"']+[\"']\]", crash.source.get(crash.line, "")):
+        for number in range(crash.line, start - 1, -1):
+            loop = re.match(rf"\s*for\s+{variable}\s+in\s+(?:[\w.]+\.)?(\w+)\(", crash.source.get(number, ""))
+            if loop:
+                return loop[1]
+    return None
+
+
+def producer_origin(function: str, path: str, source: dict[int, str]) -> Found | None:
+    """In the producing function's body, a csv reader: it yields every field as a str, and the function hands its rows
+    on unconverted, so the numbers downstream are strings."""
+    start = next((n for n, t in sorted(source.items()) if re.match(rf"\s*(?:async\s+)?def\s+{function}\(", t)), None)
+    if start is None:
+        return None
+    for number in range(start + 1, max(source) + 1):
+        text = source.get(number, "")
+        if _DEF.match(text) or (text.strip() and not text.startswith((" ", "\t"))):
+            break
+        if _READER.search(text):
+            return Found(path, number, f"csv readers yield every field as a str, and `{function}` passes its rows on "
+                                       "unconverted: the numbers downstream are strings")
     return None
 
 
