@@ -87,7 +87,7 @@ class Verifier:
                 if self.env_path is not None:
                     self._env = existing_environment(self.env_path)
                 elif self.command is not None and self.command.ruby:
-                    self._env = TestEnvironment(True, "the system's Ruby and gems")
+                    self._env = ruby_environment()
                 else:
                     self._env = prepare_environment(self.root, self.files, self.home, self.setup,  # type: ignore[arg-type]
                                                     secrets=self.secrets)
@@ -258,6 +258,21 @@ def _module(path: str) -> str:
 def _is_test(path: str) -> bool:
     parts = PurePosixPath(path).parts
     return any(p in {"tests", "test"} for p in parts[:-1]) or parts[-1].startswith("test_") or parts[-1] == "conftest.py"
+
+
+def ruby_environment() -> TestEnvironment:
+    """The installed Ruby's gems, mounted read-only where `gem env gempath` says they are (the tree's own
+    vendor/bundle comes with the tree)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["gem", "env", "gempath"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return TestEnvironment(False, f"gem env gempath failed ({exc})")
+    paths = [Path(p) for p in out.split(":") if p and Path(p).is_dir()]
+    variables = {"GEM_PATH": ":".join(str(p) for p in paths)} if paths else {}
+    return TestEnvironment(True, f"the installed Ruby with gems from {variables.get('GEM_PATH') or 'the system'}",
+                           mounts=paths, variables=variables)
 
 
 def _ruby_ready() -> bool:
