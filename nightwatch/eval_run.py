@@ -32,6 +32,7 @@ from nightwatch.evaluation import (
     FixTestScore,
     exported_at,
     failed,
+    fix_test_items,
     fix_tests_summary,
     load_baseline,
     regressions,
@@ -106,12 +107,27 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
 def _fix_tests(cases: list[EvalCase], root: Path, options: EvalOptions) -> list[FixTestScore]:
     home = Path(options.fix_tests_home) if options.fix_tests_home else root / "fix-tests-home"
     trees = Path(options.trees_dir) if options.trees_dir else (cases[0].folder.parent if cases else Path("evals")) / "trees"
-    run_log.say(f"eval: the fix commits' own tests, from {trees}; test environments in {home}")
+    try:
+        items = fix_test_items(cases, trees)
+    except EvalError as exc:
+        run_log.say(f"eval: no fix commits' own tests: {exc}")
+        return []
+    run_log.say(f"eval: the fix commits' own tests, from {trees}: {sum(i.kind == 'eval' for i in items)} eval case(s), "
+                f"{sum(i.kind == 'harness' for i in items)} harness-only fix commit(s); test environments in {home}")
     started = time.monotonic()
-    fixes = run_fix_tests(cases, trees, root, home, say=run_log.say)
-    run_log.say(f"eval: fix commits' own tests: {fix_tests_summary(fixes)} ({FIX_TESTS_CLAIM}), "
+    fixes = run_fix_tests(items, trees, root, home, say=run_log.say)
+    run_log.say(f"eval: fix commits' own tests: {fix_tests_summary(fixes)} ({FIX_TESTS_CLAIM}), {_by_kind(fixes)}, "
                 f"{time.monotonic() - started:.0f} s")
     return fixes
+
+
+def _by_kind(fixes: list[FixTestScore]) -> str:
+    """How many hold of the eval cases' fixes, and of the harness-only fix commits."""
+    parts = []
+    for kind, label in (("eval", "eval cases"), ("harness", "harness-only")):
+        of = [f for f in fixes if f.kind == kind]
+        parts += [f"{label} {fix_tests_summary(of).removesuffix(' hold')}"] if of else []
+    return ", ".join(parts)
 
 
 def _fix_totals(fixes: list[FixTestScore]) -> dict[str, object]:
@@ -119,25 +135,27 @@ def _fix_totals(fixes: list[FixTestScore]) -> dict[str, object]:
     for f in fixes:
         verdicts[f.verdict] = verdicts.get(f.verdict, 0) + 1
     return {"hold": sum(1 for f in fixes if f.holds), "cases": len(fixes), "figure": f"{fix_tests_summary(fixes)} ({FIX_TESTS_CLAIM})",
-            "verdicts": verdicts, "setup_seconds": round(sum(f.setup_seconds for f in fixes), 1),
+            "by_kind": _by_kind(fixes), "verdicts": verdicts, "setup_seconds": round(sum(f.setup_seconds for f in fixes), 1),
             "run_seconds": round(sum(r.seconds for f in fixes for r in f.runs), 1)}
 
 
 def fix_tests_table(fixes: list[FixTestScore]) -> str:
-    """The text report of --fix-tests: one row per case, its detail under it, then the figure."""
-    row = "{:<44} {:<32} {:<24} {:<24}"
-    lines = ["Fix commits' own tests (the real fix's regression test in the sandbox, at the fix's parent and at the fix)",
-             row.format("case", "verdict", "at the parent", "at the fix"), "-" * 127]
+    """The text report of --fix-tests: one row per fix commit (an eval case's, or a harness-only one of <app>.yml), its
+    detail under it, then the figure."""
+    row = "{:<44} {:<7} {:<32} {:<24} {:<24}"
+    lines = ["Fix commits' own tests (the real fix's regression test in the sandbox, at the fix's parent and at the fix;",
+             "of: eval = an eval case's fix, harness = a harness-only fix commit of evals/trees/<app>.yml, no night)",
+             row.format("case", "of", "verdict", "at the parent", "at the fix"), "-" * 135]
     for f in fixes:
         runs = {r.side: f"{r.outcome} {r.seconds:g} s" for r in f.runs}
-        lines.append(row.format(f.case[:44], f.verdict[:32], runs.get("parent", "-")[:24], runs.get("fix", "-")[:24]))
+        lines.append(row.format(f.case[:44], f.kind, f.verdict[:32], runs.get("parent", "-")[:24], runs.get("fix", "-")[:24]))
         lines.append(f"    {f.detail[:300]}")
         if f.setup_seconds:
             lines.append(f"    set-up: {f.environment[:200]}")
         if f.note and not f.holds:
             lines += textwrap.wrap(f"why: {f.note}", width=123, initial_indent="    ", subsequent_indent="      ")
     totals = _fix_totals(fixes)
-    lines += ["", f"  fix commits' own tests: {totals['figure']}",
+    lines += ["", f"  fix commits' own tests: {totals['figure']}; {totals['by_kind']}",
               f"  set-up {totals['setup_seconds']:g} s, runs {totals['run_seconds']:g} s; each run's output under "
               f"{Path(fixes[0].logs).parent if fixes and fixes[0].logs else 'the workdir'}"]
     return "\n".join(lines)

@@ -438,6 +438,36 @@ TRAILER = "Original-Commit: "
 FIX_TESTS_CLAIM = "fail at the parent with the production class, pass at the fix"
 
 
+class FixCommitEntry(Model):
+    """A real bug fix in `<app>.yml`'s `fix_commits:`, checked like an eval case's fix but with no night (it has no
+    captured error export): its parent and itself, the regression test it added (as the runner names it), the class
+    the bug raised in production (`module:Name`, as New Relic's Python agent names it) and where that comes from."""
+
+    id: str
+    parent: str
+    fix: str
+    test: str
+    error_class: str
+    crash_file: str | None = None
+    evidence: str = ""  # one line: the commit subject, the issue or the test that names the class
+    note: str = ""  # why its check does not hold, where it does not
+
+
+class FixTestItem(Model):
+    """One real fix commit `--fix-tests` checks: an eval case's (`kind` eval) or a yml's harness-only one (harness)."""
+
+    id: str
+    app: str
+    repository: str
+    kind: str  # eval | harness
+    parent: str
+    fix: str
+    test: str
+    error_class: str
+    crash_file: str | None = None
+    note: str = ""
+
+
 class AppTrees(Model):
     """`<cases-dir>/trees/<app>.yml`: how an application's fix-commit tests run, and what its trees leave out."""
 
@@ -448,6 +478,7 @@ class AppTrees(Model):
     keep: list[str] = Field(default_factory=list)  # globs that win over `exclude`
     why: str = ""  # why the excluded paths are not needed, and what the set-up needs from the machine
     cases: dict[str, str] = Field(default_factory=dict)  # a case id -> what its check shows, where it does not hold
+    fix_commits: list[FixCommitEntry] = Field(default_factory=list)  # real fixes only the harness is checked on
 
 
 class FixTestRun(Model):
@@ -465,6 +496,7 @@ class FixTestScore(Model):
     test: str
     error_class: str
     verdict: str
+    kind: str = "eval"  # eval: an eval case's real fix; harness: a fix commit of <app>.yml's fix_commits (no night)
     detail: str
     environment: str = ""
     setup_seconds: float = 0.0
@@ -487,6 +519,27 @@ def fix_test_cases(cases: list[EvalCase]) -> list[EvalCase]:
     return [c for c in cases if c.regression_test and c.source.fix_commit and c.source.commit and not c.source.demo]
 
 
+def fix_test_items(cases: list[EvalCase], trees_dir: Path) -> list[FixTestItem]:
+    """What --fix-tests checks: the fix of each of `cases` that added a regression test, then every harness-only fix
+    commit of every application's yml under `trees_dir` (they have no night, so they do not depend on the cases)."""
+    items = []
+    for case in fix_test_cases(cases):
+        app = app_of(case)
+        items.append(FixTestItem(id=case.id, app=app, repository=case.source.repository, kind="eval",
+                                 parent=case.source.commit, fix=case.source.fix_commit, test=case.regression_test,
+                                 error_class=case.error.error_class, crash_file=case.crash.file,
+                                 note=load_app_trees(trees_dir, app).cases.get(case.id, "")))
+    for path in sorted(Path(trees_dir).glob("*.yml")):
+        trees = load_app_trees(trees_dir, path.stem)
+        items += [FixTestItem(id=f.id, app=path.stem, repository=trees.repository, kind="harness", parent=f.parent,
+                              fix=f.fix, test=f.test, error_class=f.error_class, crash_file=f.crash_file, note=f.note)
+                  for f in trees.fix_commits]
+    ids = [i.id for i in items]
+    if twice := sorted({i for i in ids if ids.count(i) > 1}):
+        raise EvalError(f"{trees_dir}: fix commit id(s) used twice (their refs would collide): {', '.join(twice)}")
+    return items
+
+
 def load_app_trees(trees_dir: Path, app: str) -> AppTrees:
     path = Path(trees_dir) / f"{app}.yml"
     if not path.is_file():
@@ -504,48 +557,48 @@ def excluded(path: str, trees: AppTrees) -> bool:
     return any(fnmatchcase(path, p) for p in trees.exclude) and not any(fnmatchcase(path, k) for k in trees.keep)
 
 
-def case_ref(case: EvalCase, side: str) -> str:
+def case_ref(case: EvalCase | FixTestItem, side: str) -> str:
     return f"refs/cases/{case.id}/{side}"
 
 
-def run_fix_tests(cases: list[EvalCase], trees_dir: Path, workdir: Path, home: Path,
+def run_fix_tests(items: list[FixTestItem], trees_dir: Path, workdir: Path, home: Path,
                   say: Callable[[str], None] = lambda _line: None) -> list[FixTestScore]:
-    """Each case's real fix commit checked through the sandbox: its regression test at the parent (with the fix's
-    test files) must fail with the production error class, and pass at the fix. The trees come from the app's bundle,
-    cloned once into `workdir`; the test environments are made under `home` (and reused from there)."""
+    """Each real fix commit (fix_test_items) checked through the sandbox: its regression test at the parent (with the
+    fix's test files) must fail with the production error class, and pass at the fix. The trees come from the app's
+    bundle, cloned once into `workdir`; the test environments are made under `home` (and reused from there)."""
     clones: dict[str, Path | str] = {}
     scores = []
-    for case in fix_test_cases(cases):
-        app = app_of(case)
-        trees = load_app_trees(trees_dir, app)
-        if app not in clones:
-            clones[app] = _clone_bundle(Path(trees_dir) / f"{app}.bundle", workdir / "fix-trees" / f"{app}.git")
-        repo = clones[app]
-        out = FixTestScore(case=case.id, app=app, test=case.regression_test, error_class=case.error.error_class,
-                           verdict="not run", detail="", note=trees.cases.get(case.id, ""))
+    for item in items:
+        trees = load_app_trees(trees_dir, item.app)
+        if item.app not in clones:
+            clones[item.app] = _clone_bundle(Path(trees_dir) / f"{item.app}.bundle",
+                                             workdir / "fix-trees" / f"{item.app}.git")
+        repo = clones[item.app]
+        out = FixTestScore(case=item.id, app=item.app, kind=item.kind, test=item.test, error_class=item.error_class,
+                           verdict="not run", detail="", note=item.note)
         scores.append(out)
         if isinstance(repo, str):
             out.detail = repo
             continue
-        parent, fix = (_resolve(repo, case_ref(case, side)) for side in ("parent", "fix"))
+        parent, fix = (_resolve(repo, case_ref(item, side)) for side in ("parent", "fix"))
         if not parent or not fix:
-            out.detail = f"{Path(trees_dir) / f'{app}.bundle'} has no {case_ref(case, 'parent' if not parent else 'fix')} " \
+            out.detail = f"{Path(trees_dir) / f'{item.app}.bundle'} has no {case_ref(item, 'parent' if not parent else 'fix')} " \
                          "(write the bundles again: scripts/fix_trees.py)"
             continue
-        say(f"eval: fix test of {case.id} ({case.regression_test})")
-        _fix_test(out, case, FixCommit(repo, parent, fix, case.regression_test, case.error.error_class, case.crash.file),
-                  HarnessSettings(home, setup=trees.setup, command=trees.command), workdir / "fix-tests" / case.id)
-        say(f"eval: {case.id}: {out.verdict} ({out.detail[:160]})")
+        say(f"eval: fix test of {item.id} ({item.test})")
+        _fix_test(out, item, FixCommit(repo, parent, fix, item.test, item.error_class, item.crash_file),
+                  HarnessSettings(home, setup=trees.setup, command=trees.command), workdir / "fix-tests" / item.id)
+        say(f"eval: {item.id}: {out.verdict} ({out.detail[:160]})")
     return scores
 
 
-def _fix_test(out: FixTestScore, case: EvalCase, commit: FixCommit, settings: HarnessSettings, logs: Path) -> None:
-    """Run one case's fix test into `out`; each side's output (and a failed set-up's) kept in `logs`."""
+def _fix_test(out: FixTestScore, item: FixTestItem, commit: FixCommit, settings: HarnessSettings, logs: Path) -> None:
+    """Run one fix test into `out`; each side's output (and a failed set-up's) kept in `logs`."""
     from nightwatch.verify.commit_tests import check_fix_commit
 
     result = check_fix_commit(commit, settings)
     logs.mkdir(parents=True, exist_ok=True)
-    originals = {commit.parent: case.source.commit, commit.fix: case.source.fix_commit}
+    originals = {commit.parent: item.parent, commit.fix: item.fix}
     for side, run in zip(("parent", "fix"), result.runs):
         (logs / f"{side}.log").write_text(run.output, encoding="utf-8")
         out.runs.append(FixTestRun(side=side, commit=originals.get(run.commit, run.commit), outcome=run.outcome,

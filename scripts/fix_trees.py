@@ -4,10 +4,11 @@ application, so the check needs no clone of the application (CI reaches package 
     python scripts/fix_trees.py --mirror https://github.com/healthchecks/healthchecks=/path/to/healthchecks.git \
         --mirror https://github.com/CTFd/CTFd=/path/to/CTFd.git
 
-For every case under evals/ with a `regression_test` and a `source.fix_commit` whose repository has a mirror (a clone,
-bare is fine), `evals/trees/<app>.bundle` holds two synthesized commits: `refs/cases/<case>/parent`, whose tree is
-the real tree of `source.commit`, and `refs/cases/<case>/fix`, whose tree is the real tree of the fix and whose
-parent is the first. Each message ends in an `Original-Commit: <sha>` trailer naming the real commit. The paths
+For every case under evals/ with a `regression_test` and a `source.fix_commit`, and every harness-only fix commit in
+`evals/trees/<app>.yml`'s `fix_commits:`, whose repository has a mirror (a clone, bare is fine),
+`evals/trees/<app>.bundle` holds two synthesized commits: `refs/cases/<id>/parent`, whose tree is the real tree of the
+fix's parent (`source.commit`, or the entry's `parent`), and `refs/cases/<id>/fix`, whose tree is the real tree of
+the fix and whose parent is the first. Each message ends in an `Original-Commit: <sha>` trailer naming the real commit. The paths
 `evals/trees/<app>.yml` excludes (built assets, images: what the tests do not read) are left out of both trees; its
 `keep` patterns win over `exclude`. Patterns are fnmatch globs over the whole path (`*` crosses folders). One bundle per
 application stores a blob the cases share once. The commits carry the real authors and dates, so writing the bundles
@@ -31,10 +32,9 @@ sys.path.insert(0, str(ROOT))
 from nightwatch.evaluation import (  # noqa: E402 - the project's own package, from a script
     TRAILER,
     AppTrees,
-    EvalCase,
-    app_of,
+    FixTestItem,
     excluded,
-    fix_test_cases,
+    fix_test_items,
     load_app_trees,
     load_cases,
 )
@@ -59,19 +59,19 @@ def main() -> int:
     args = parser.parse_args()
     mirrors = {url.rstrip("/"): Path(path) for url, path in (m.split("=", 1) for m in args.mirror)}
     trees_dir = args.cases_dir / "trees"
-    by_app: dict[str, list[EvalCase]] = {}
-    for case in fix_test_cases(load_cases(args.cases_dir)):
-        if case.source.repository.rstrip("/") in mirrors:
-            by_app.setdefault(app_of(case), []).append(case)
+    by_app: dict[str, list[FixTestItem]] = {}
+    for item in fix_test_items(load_cases(args.cases_dir), trees_dir):
+        if item.repository.rstrip("/") in mirrors:
+            by_app.setdefault(item.app, []).append(item)
     if not by_app:
-        raise SystemExit("no case with a regression_test and a fix_commit has a --mirror")
+        raise SystemExit("no case with a regression_test and a fix_commit, and no fix_commits entry, has a --mirror")
     stale = 0
-    for app, cases in sorted(by_app.items()):
-        mirror = mirrors[cases[0].source.repository.rstrip("/")]
+    for app, items in sorted(by_app.items()):
+        mirror = mirrors[items[0].repository.rstrip("/")]
         trees = load_app_trees(trees_dir, app)
         with tempfile.TemporaryDirectory(prefix="nightwatch-fix-trees-") as tmp:
             work = Path(tmp) / f"{app}.git"
-            refs = synthesize(mirror, work, cases, trees)
+            refs = synthesize(mirror, work, items, trees)
             bundle = trees_dir / f"{app}.bundle"
             if args.check:
                 have = _bundle_refs(bundle)
@@ -82,23 +82,24 @@ def main() -> int:
             trees_dir.mkdir(parents=True, exist_ok=True)
             bundle.unlink(missing_ok=True)
             git(work, "-c", "pack.window=250", "-c", "pack.depth=50", "bundle", "create", "-q", str(bundle), "--all")
-            print(f"{bundle}: {len(cases)} case(s), {bundle.stat().st_size / 1e6:.2f} MB")
+            kinds = f"{sum(i.kind == 'eval' for i in items)} eval case(s), {sum(i.kind == 'harness' for i in items)} harness-only"
+            print(f"{bundle}: {kinds}, {bundle.stat().st_size / 1e6:.2f} MB")
     return 1 if stale else 0
 
 
-def synthesize(mirror: Path, work: Path, cases: list[EvalCase], trees: AppTrees) -> dict[str, str]:
-    """A bare repository at `work` borrowing the mirror's objects, with each case's two commits under its refs."""
+def synthesize(mirror: Path, work: Path, items: list[FixTestItem], trees: AppTrees) -> dict[str, str]:
+    """A bare repository at `work` borrowing the mirror's objects, with each fix commit's two commits under its refs."""
     subprocess.run(["git", "init", "-q", "--bare", str(work)], check=True)
     objects = Path(git(mirror, "rev-parse", "--absolute-git-dir").strip()) / "objects"
     (work / "objects" / "info" / "alternates").write_text(f"{objects}\n")
     refs: dict[str, str] = {}
-    for case in cases:
-        parent, fix = case.source.commit, case.source.fix_commit
+    for item in items:
+        parent, fix = item.parent, item.fix
         parent_commit = commit(work, parent, filtered_tree(work, parent, trees), [],
-                               f"{case.id}: the code before the fix {fix[:12]}")
+                               f"{item.id}: the code before the fix {fix[:12]}")
         fix_commit = commit(work, fix, filtered_tree(work, fix, trees), [parent_commit], "")
         for name, sha in (("parent", parent_commit), ("fix", fix_commit)):
-            ref = f"refs/cases/{case.id}/{name}"
+            ref = f"refs/cases/{item.id}/{name}"
             git(work, "update-ref", ref, sha)
             refs[ref] = sha
     return refs

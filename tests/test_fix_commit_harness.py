@@ -3,7 +3,8 @@ must fail with the production error class) and at the fix (it must pass).
 
 With no network: the fix commits here are made in a temporary repository from the Python demo application, and the
 tests run in NightWatch's own environment (it has fastapi, httpx and pytest). The real fix commits the eval runs
-(`nightwatch eval --fix-tests`) are in evals/trees/; their bundles are checked here for the refs each case needs.
+(`nightwatch eval --fix-tests`: the eval cases' fixes and the harness-only `fix_commits` of evals/trees/<app>.yml) are
+in evals/trees/; their bundles are checked here for the refs each of them needs.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from nightwatch.eval_run import fix_tests_table
 from nightwatch.evaluation import (
     TRAILER,
-    EvalCase,
-    app_of,
+    EvalError,
+    FixTestItem,
     case_ref,
     excluded,
-    fix_test_cases,
+    fix_test_items,
     fix_tests_summary,
     load_app_trees,
     load_cases,
@@ -36,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
 TREES = EVALS / "trees"
 APP = ROOT / "nightwatch" / "demo_python" / "app"
-FIX_CASES = fix_test_cases(load_cases(EVALS))
+FIX_ITEMS = fix_test_items(load_cases(EVALS), TREES)  # the eval cases' fixes, then the harness-only fix commits
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
@@ -134,43 +136,62 @@ def test_an_unknown_commit_is_a_verdict_not_an_exception(bookshop, tmp_path):
 
 
 @needs_sandbox
-def test_the_eval_runs_a_case_from_its_applications_bundle(bookshop, tmp_path, monkeypatch):
-    """`nightwatch eval --fix-tests`'s part: the app's bundle cloned, the case's refs checked, the real commits named."""
+def test_the_eval_runs_a_case_and_a_harness_only_fix_commit_from_their_applications_bundle(bookshop, tmp_path, monkeypatch):
+    """`nightwatch eval --fix-tests`'s part: the app's bundle cloned, each fix's refs checked, the real commits named;
+    an eval case's fix and a harness-only fix commit of the app's yml side by side, each marked as what it is."""
     repo, shas = bookshop
     cases_dir = tmp_path / "evals"
-    case_id = "bookshop-gbp-missing-rate"
+    case_id, harness_id = "bookshop-gbp-missing-rate", "bookshop-empty-line"
     (cases_dir / case_id).mkdir(parents=True)
     (cases_dir / case_id / "export.json").write_text("{}")
     (cases_dir / case_id / "expected.yml").write_text(
         f"id: {case_id}\nsource:\n  repository: https://example.invalid/acme/Bookshop\n  commit: {shas['parent']}\n"
         f"  fix_commit: {shas['gbp']}\nerror:\n  error_class: '{PRODUCTION}'\n  transaction: WebTransaction/x\n"
         f"crash:\n  file: {CRASH}\norigin:\n  file: {CRASH}\nregression_test: {TESTS['gbp']}\n")
-    git(repo, "update-ref", f"refs/cases/{case_id}/parent", shas["parent"])
-    git(repo, "update-ref", f"refs/cases/{case_id}/fix", shas["gbp"])
     (cases_dir / "trees").mkdir()
-    git(repo, "bundle", "create", "-q", str(cases_dir / "trees" / "bookshop.bundle"), f"refs/cases/{case_id}/parent",
-        f"refs/cases/{case_id}/fix")
+    (cases_dir / "trees" / "bookshop.yml").write_text(
+        f"fix_commits:\n  - id: {harness_id}\n    parent: {shas['parent']}\n    fix: {shas['other']}\n"
+        f"    test: {TESTS['other']}\n    error_class: '{PRODUCTION}'\n    evidence: its test\n    note: another bug\n")
+    for ref, sha in ((case_id, shas["gbp"]), (harness_id, shas["other"])):
+        git(repo, "update-ref", f"refs/cases/{ref}/parent", shas["parent"])
+        git(repo, "update-ref", f"refs/cases/{ref}/fix", sha)
+    git(repo, "bundle", "create", "-q", str(cases_dir / "trees" / "bookshop.bundle"), "--glob=refs/cases/*")
     seen = {}
 
     def in_this_environment(commit, settings):  # the test environment is NightWatch's own: no registry needed
-        seen.update(vars(settings), crash_file=commit.crash_file)
+        seen.setdefault("crash_files", []).append(commit.crash_file)
+        seen.update(vars(settings))
         return check_fix_commit(commit, replace(settings, env_path=Path(sys.prefix)))
 
     monkeypatch.setattr(commit_tests, "check_fix_commit", in_this_environment)
-    [score] = run_fix_tests(load_cases(cases_dir), cases_dir / "trees", tmp_path / "work", tmp_path / "home")
-    assert (score.case, score.app, score.verdict) == (case_id, "bookshop", "holds"), score.detail
+    items = fix_test_items(load_cases(cases_dir), cases_dir / "trees")
+    score, other = run_fix_tests(items, cases_dir / "trees", tmp_path / "work", tmp_path / "home")
+    assert (score.case, score.app, score.kind, score.verdict) == (case_id, "bookshop", "eval", "holds"), score.detail
     assert [(r.side, r.commit, r.outcome) for r in score.runs] == [
         ("parent", shas["parent"], score.runs[0].outcome), ("fix", shas["gbp"], "passed")]
     assert "KeyError" in (Path(score.logs) / "parent.log").read_text()
-    assert seen["crash_file"] == CRASH and seen["setup"] is None and seen["command"] is None
-    assert fix_tests_summary([score]) == "1/1 hold"
+    assert (other.case, other.kind, other.verdict, other.note) == (harness_id, "harness", "fails differently at the parent",
+                                                                    "another bug")
+    assert [r.commit for r in other.runs] == [shas["parent"], shas["other"]]
+    assert seen["crash_files"] == [CRASH, None] and seen["setup"] is None and seen["command"] is None
+    assert fix_tests_summary([score, other]) == "1/2 hold"
+    table = fix_tests_table([score, other])
+    assert f"{case_id:<44} eval    holds" in table and f"{harness_id:<44} harness fails differently" in table
+    assert "1/2 hold" in table and "eval cases 1/1, harness-only 0/1" in table
 
 
-def test_a_case_missing_from_its_bundle_is_reported_not_run(tmp_path):
-    case = FIX_CASES[0]
-    renamed = case.model_copy(update={"id": "not-in-the-bundle"})
+def test_a_fix_commit_missing_from_its_bundle_is_reported_not_run(tmp_path):
+    renamed = FIX_ITEMS[0].model_copy(update={"id": "not-in-the-bundle"})
     [score] = run_fix_tests([renamed], TREES, tmp_path / "work", tmp_path / "home")
     assert score.verdict == "not run" and f"has no refs/cases/{renamed.id}/parent" in score.detail
+
+
+def test_a_fix_commit_id_used_twice_is_refused(tmp_path):
+    (tmp_path / "app.yml").write_text("fix_commits:\n" + "".join(
+        f"  - {{id: twice, parent: a, fix: b, test: t, error_class: 'builtins:KeyError', evidence: e{n}}}\n"
+        for n in (1, 2)))
+    with pytest.raises(EvalError, match="used twice.*twice"):
+        fix_test_items([], tmp_path)
 
 
 # the real fix commits' trees ---------------------------------------------------------------------------------
@@ -180,32 +201,37 @@ def test_a_case_missing_from_its_bundle_is_reported_not_run(tmp_path):
 def clones(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each application's bundle fetched once into a bare repository."""
     out = {}
-    for app in sorted({app_of(c) for c in FIX_CASES}):
+    for app in sorted({i.app for i in FIX_ITEMS}):
         out[app] = tmp_path_factory.mktemp(app) / "trees.git"
         subprocess.run(["git", "init", "-q", "--bare", str(out[app])], check=True)
         git(out[app], "fetch", "-q", str(TREES / f"{app}.bundle"), "refs/cases/*:refs/cases/*")
     return out
 
 
-def test_at_least_six_real_fix_commits_added_a_regression_test_and_their_bundles_are_small() -> None:
-    assert len(FIX_CASES) >= 6 and len({app_of(c) for c in FIX_CASES}) >= 2
+def test_at_least_twenty_real_fix_commits_added_a_regression_test_and_their_bundles_are_small() -> None:
+    harness = [i for i in FIX_ITEMS if i.kind == "harness"]
+    assert len(FIX_ITEMS) >= 20 and len(harness) >= 13 and len({i.app for i in FIX_ITEMS}) >= 2
     assert sum(p.stat().st_size for p in TREES.glob("*.bundle")) <= 8 * 1024 * 1024
+    for item in harness:  # each says as New Relic names it which class the bug raised, and where that comes from
+        entry = next(f for f in load_app_trees(TREES, item.app).fix_commits if f.id == item.id)
+        assert ":" in item.error_class and entry.evidence and len(item.parent) == len(item.fix) == 40, item.id
 
 
-@pytest.mark.parametrize("case", FIX_CASES, ids=[c.id for c in FIX_CASES])
-def test_the_bundle_holds_the_real_trees_of_each_cases_parent_and_fix(case: EvalCase, clones: dict[str, Path]) -> None:
-    repo = clones[app_of(case)]
-    parent, fix = (git(repo, "rev-parse", case_ref(case, side)) for side in ("parent", "fix"))
+@pytest.mark.parametrize("item", FIX_ITEMS, ids=[i.id for i in FIX_ITEMS])
+def test_the_bundle_holds_the_real_trees_of_each_fix_commits_parent_and_fix(item: FixTestItem,
+                                                                            clones: dict[str, Path]) -> None:
+    repo = clones[item.app]
+    parent, fix = (git(repo, "rev-parse", case_ref(item, side)) for side in ("parent", "fix"))
     trailer = f"%(trailers:key={TRAILER.rstrip(': ')},valueonly)"
-    assert git(repo, "log", "-1", f"--format={trailer}", parent) == case.source.commit
-    assert git(repo, "log", "-1", f"--format={trailer}", fix) == case.source.fix_commit
+    assert git(repo, "log", "-1", f"--format={trailer}", parent) == item.parent
+    assert git(repo, "log", "-1", f"--format={trailer}", fix) == item.fix
     assert git(repo, "rev-parse", f"{fix}^") == parent
-    # the fix commit added or changed the test the case names, and the trees leave out only what the yml excludes
+    # the fix commit added or changed the test it names, and the trees leave out only what the yml excludes
     tests = changed_test_files(repo, parent, fix)
-    test_file = case.regression_test.split("::")[0] if "::" in case.regression_test or case.regression_test.endswith(".py") \
-        else "/".join(case.regression_test.split(".")[:-2]) + ".py"
+    test_file = item.test.split("::")[0] if "::" in item.test or item.test.endswith(".py") \
+        else "/".join(item.test.split(".")[:-2]) + ".py"
     assert test_file in tests
-    trees = load_app_trees(TREES, app_of(case))
+    trees = load_app_trees(TREES, item.app)
     for commit in (parent, fix):
         paths = git(repo, "ls-tree", "-r", "--name-only", commit).splitlines()
         assert len(paths) > 100 and not [p for p in paths if excluded(p, trees)]
