@@ -166,3 +166,12 @@ def test_a_failed_set_up_says_so_and_leaves_no_half_made_environment(tmp_path):
     env = testenv.prepare_environment(root, ["requirements.txt"], tmp_path / "home", "echo trying; exit 3")
     assert not env.ready and "failed (exit 3)" in env.detail and "trying" in env.output
     assert not any((tmp_path / "home" / "test-envs").glob("*/venv"))
+
+
+def test_a_nested_class_is_the_class_new_relic_names_by_its_module_and_a_skip_is_not_a_pass():
+    from nightwatch.verify.reproduce import skipped
+
+    assert same_class("django.contrib.auth.models:DoesNotExist", "django.contrib.auth.models.User.DoesNotExist")
+    assert not same_class("django.contrib.auth.models:DoesNotExist", "django.core.exceptions.ObjectDoesNotExist")
+    assert skipped("s                    [100%]\n1 skipped in 0.01s\n") and skipped("Ran 1 test in 0.001s\n\nOK (skipped=1)\n")
+    assert not skipped("1 passed, 1 skipped in 0.01s") and not skipped("Ran 2 tests in 0.1s\n\nOK (skipped=1)\n")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nightwatch.verify import sandbox
-from nightwatch.verify.reproduce import CrashSite, reproduces, same_class, tracebacks
+from nightwatch.verify.reproduce import CrashSite, reproduces, same_class, skipped, tracebacks
 from nightwatch.verify.testenv import (
     TestCommand,
     TestEnvironment,
@@ -121,8 +121,8 @@ def _both_sides(commit: FixCommit, settings: HarnessSettings):  # type: ignore[n
 
 def _verdict(commit: FixCommit, before: CommitTestRun, after: CommitTestRun) -> tuple[str, str]:
     raised = [e.error_class for e in tracebacks(before.output)]
-    if before.outcome.startswith("not run"):
-        return "not run", before.outcome
+    if before.outcome.startswith("not run") or before.outcome == "skipped":
+        return "not run", "the test was skipped at the parent" if before.outcome == "skipped" else before.outcome
     if before.outcome == "passed":
         return "passes at the parent", "the test does not fail before the fix"
     if not any(same_class(commit.error_class, r) for r in raised):
@@ -149,7 +149,8 @@ def _environment(tree: Path, home: Path, setup: str | None, env_path: Path | Non
 def _run(runner: TestCommand, env: TestEnvironment, tree: Path, test: str, limits: sandbox.Limits,
          commit: str) -> CommitTestRun:
     run = sandbox.run(runner.for_tests([test]), tree, mounts=env.mounts, env=env.variables, limits=limits)
-    return CommitTestRun(commit=commit, outcome=run.outcome, seconds=run.seconds, output=run.output)
+    outcome = "skipped" if run.exit_code == 0 and skipped(run.output) else run.outcome  # a skip is not a pass
+    return CommitTestRun(commit=commit, outcome=outcome, seconds=run.seconds, output=run.output)
 
 
 def _show(repo: Path, commit: str, path: str) -> str:

@@ -92,12 +92,16 @@ def _native(lines: list[str]) -> list[RaisedError]:
 
 def same_class(production: str, raised: str) -> bool:
     """`builtins:KeyError` and `KeyError`; `django.urls.exceptions:NoReverseMatch` and
-    `django.urls.exceptions.NoReverseMatch` or `NoReverseMatch`; never `KeyError` and `ValueError`."""
+    `django.urls.exceptions.NoReverseMatch` or `NoReverseMatch`; `django.contrib.auth.models:DoesNotExist` and
+    `django.contrib.auth.models.User.DoesNotExist`; never `KeyError` and `ValueError`."""
     p_module, p_name = _split(production)
     r_module, r_name = _split(raised)
     if p_name != r_name:
         return False
-    return not (p_module and r_module) or p_module == r_module or "builtins" in {p_module, r_module}
+    # New Relic names a nested class by its module and __name__ (`django.contrib.auth.models:DoesNotExist`); Python
+    # prints its qualified name (`django.contrib.auth.models.User.DoesNotExist`).
+    nested = bool(p_module) and r_module.startswith(p_module + ".") and ":" in production
+    return not (p_module and r_module) or p_module == r_module or nested or "builtins" in {p_module, r_module}
 
 
 def through_crash(error: RaisedError, crash: CrashSite) -> bool:
@@ -165,3 +169,17 @@ def without_library_frames(output: str) -> str:
     if skipped:
         out.append(f"    [... {skipped} library frame(s) ...]")
     return "\n".join(out)
+
+
+_UNITTEST_SKIPPED = re.compile(r"^Ran (\d+) tests? in .*\n+OK \(skipped=(\d+)\)", re.M)
+
+
+def skipped(output: str) -> bool:
+    """Whether a run that exited 0 only skipped its tests (pytest's `1 skipped`, unittest's `OK (skipped=1)` with as
+    many skipped as ran): a skip is not a pass."""
+    tail = output[-2_000:]
+    unit = _UNITTEST_SKIPPED.search(tail)
+    if unit:
+        return unit[1] == unit[2]
+    summary = [line for line in tail.splitlines() if re.search(r"\b\d+ (?:passed|failed|skipped|errors?)\b", line)]
+    return bool(summary) and "skipped" in summary[-1] and not re.search(r"\b\d+ (?:passed|failed|errors?)\b", summary[-1])

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from nightwatch.models import Analysis, FileChange, RegressionTest, Verification, VerificationRun
 from nightwatch.verify import sandbox
-from nightwatch.verify.reproduce import CrashSite, reproduces, without_library_frames
+from nightwatch.verify.reproduce import CrashSite, reproduces, skipped, without_library_frames
 from nightwatch.verify.testenv import (
     TestCommand,
     TestEnvironment,
@@ -129,10 +129,10 @@ class Verifier:
         except (ValueError, OSError) as exc:
             return base.model_copy(update={"reason": f"the fix does not apply: {exc}"})
         before = self._run("regression test without the fix", test, {})
-        if before.outcome.startswith("not run") or before.outcome == "passed":
-            reason = before.outcome.removeprefix("not run: ") if before.outcome != "passed" else \
-                "the test passes without the fix: it does not show the error"
-            return base.model_copy(update={"status": "not run" if before.outcome != "passed" else "not reproduced",
+        if before.outcome.startswith("not run") or before.outcome in ("passed", "skipped"):
+            reason = {"passed": "the test passes without the fix: it does not show the error",
+                      "skipped": "the test was skipped"}.get(before.outcome, before.outcome.removeprefix("not run: "))
+            return base.model_copy(update={"status": "not reproduced" if before.outcome == "passed" else "not run",
                                            "reason": reason, "runs": [before]})
         ok, why = reproduces(before.output, crash)
         if not ok or not fix:
@@ -150,7 +150,7 @@ class Verifier:
         broken = {f for f in failed if not _names(test, f)}
         if len(broken) < len(failed) or (after.outcome != "passed" and not broken):
             return base.model_copy(update={"status": "reproduced, not fixed", "runs": runs,
-                                           "reason": f"{why}; with the fix the test still fails ({after.outcome})"})
+                                           "reason": f"{why}; with the fix the test does not pass ({after.outcome})"})
         if broken:
             already = self._run("existing tests without the fix", None, {}, sorted(broken))
             runs.append(already)
@@ -177,8 +177,8 @@ class Verifier:
                                   secrets=self.secrets)
         except TreeError as exc:
             return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {exc}")
-        return VerificationRun(label=label, command=shlex.join(argv), outcome=run.outcome, seconds=run.seconds,
-                               output=run.output)
+        outcome = "skipped" if run.exit_code == 0 and skipped(run.output) else run.outcome  # a skip is not a pass
+        return VerificationRun(label=label, command=shlex.join(argv), outcome=outcome, seconds=run.seconds, output=run.output)
 
     def _scratch(self) -> Path:
         folder = self.home / "sandbox"
