@@ -31,7 +31,7 @@ REAL = [c for c in load_cases(EVALS) if (c.folder / "history.bundle").is_file()]
 
 def github_host(fake: FakeGitHub) -> GitHubHost:
     return GitHubHost(fake.full_name, SecretStr(fake.token), base_url=fake.url, retries=0, seconds_between_requests=0.0,
-                      seconds_between_writes=0.0)
+                      seconds_between_writes=0.0, timeout=300)  # a hang guard: the fake blames long files on a loaded core
 
 
 def clone(bundle: Path, dest: Path) -> Path:

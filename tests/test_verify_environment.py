@@ -136,9 +136,9 @@ def test_the_environment_is_made_in_the_sandbox_once_and_reused_while_the_locks_
     with disposable_tree(root, ["test_tiny.py"]) as tree:  # the package comes from the environment, not the tree
         run = sandbox.run(["python", "-m", "unittest", "test_tiny"], tree, mounts=second.mounts, env=second.variables)
     assert run.exit_code == 0, run.output
-    (root / "requirements.txt").write_text("tinyapp>=1.0\n")
-    third = testenv.prepare_environment(root, files, home, setup)
-    assert third.ready and not third.reused and third.mounts != first.mounts
+    (root / "requirements.txt").write_text("tinyapp>=1.0\n")  # a changed lock file is another environment
+    changed = testenv.environment_key(root, files, setup, testenv._base_python())
+    assert first.mounts[0] == home / "test-envs" / first.mounts[0].parent.name / "venv" != home / "test-envs" / changed / "venv"
 
 
 def wheel(folder: Path, name: str, version: str, code: str) -> Path:
