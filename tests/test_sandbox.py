@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(
 
 PYTHON_PREFIX = Path(sys.base_prefix).resolve()
 PYTHON = str(PYTHON_PREFIX / "bin" / "python3")
-SHORT = sandbox.Limits(wall_s=20.0, cpu_s=20, memory_mb=512, file_mb=8, processes=32, work_mb=32, tmp_mb=16)
+# wall_s is a hang guard (these commands take well under a second); the tests of the wall clock set their own.
+SHORT = sandbox.Limits(wall_s=120.0, cpu_s=60, memory_mb=512, file_mb=8, processes=32, work_mb=32, tmp_mb=16)
 
 
 def run_python(tmp_path: Path, code: str, limits: sandbox.Limits = SHORT, **kw) -> sandbox.SandboxRun:
@@ -201,7 +202,7 @@ def test_a_printed_secret_is_redacted_and_endless_output_is_capped(tmp_path):
         for _ in range(200_000):
             sys.stdout.write("spam " * 20 + "\\n")
         print("THE END")
-    """, limits=sandbox.Limits(wall_s=20.0, output_bytes=10_000), secrets=[known])
+    """, limits=sandbox.Limits(wall_s=120.0, output_bytes=10_000), secrets=[known])
     assert run.exit_code == 0
     assert "ghp_" not in run.output and "AKIAIOSFODNN7EXAMPLE" not in run.output and known not in run.output
     assert REDACTED in run.output
