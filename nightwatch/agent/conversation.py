@@ -21,6 +21,7 @@ class LoopState:
     summaries: int = 0  # NightWatch's own summaries so far
     summary_failures: int = 0  # failed summaries, caught up by the next one
     compactions: int = 0  # server-side compactions seen
+    cleared_through: str = ""  # the last tool use whose result the server clears ("" while nothing is cleared)
     logged: list[str] = field(default_factory=list)  # what the event log already has (cleared notes)
     decisions: list[str] = field(default_factory=list)  # what the loop decided and when, for checkpoints
 

@@ -5,6 +5,12 @@
 Both need the `context-management-2025-06-27` beta. The server edits a copy; the loop keeps the full
 history, and every result it produced is already in the run's event log, so a cleared result is one
 `recall_context` away. What the server cleared is logged too, so recall can say what left the context.
+
+The server clears every result but the last `keep` tool uses', so with a fixed `keep` the cleared
+boundary moves with every turn, and each move rewrites the cache from the boundary on (the results kept
+after it included). Paying clearings hold it instead: the loop remembers the last tool use cleared and
+sends the `keep` that clears exactly as far again, until moving the boundary to the last `keep` uses
+pays by the break-even (agent/break_even.py) for what it newly clears.
 """
 
 from __future__ import annotations
@@ -32,10 +38,11 @@ class AppliedEdits:
     thinking_turns_cleared: int = 0
 
 
-def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None = None
+def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None = None, keep: int | None = None
           ) -> list[BetaClearThinking20251015EditParam | BetaClearToolUses20250919EditParam]:
     """The editing strategies for one call, in the order the API wants them; `clear_at_least` (default: the policy's)
-    is the least a tool-result clearing must remove to be applied."""
+    is the least a tool-result clearing must remove to be applied, `keep` (default: the policy's) the tool uses it
+    keeps."""
     if not policy.context_editing:
         return []
     out: list[Any] = []
@@ -48,7 +55,7 @@ def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None =
     clear = BetaClearToolUses20250919EditParam(
         type="clear_tool_uses_20250919",
         trigger={"type": "input_tokens", "value": policy.clear_tool_uses_trigger or 0},
-        keep={"type": "tool_uses", "value": policy.clear_tool_uses_keep},
+        keep={"type": "tool_uses", "value": policy.clear_tool_uses_keep if keep is None else keep},
         clear_at_least={"type": "input_tokens", "value": clear_at_least if clear_at_least is not None
                         else policy.clear_tool_uses_at_least or 0},
     )
@@ -56,6 +63,40 @@ def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None =
         clear["exclude_tools"] = list(policy.clear_exclude_tools)
     out.append(clear)
     return out
+
+
+def tool_uses(messages: list[dict]) -> list[dict]:
+    """Every tool_use block of the history, oldest first (the API's `keep` counts them all)."""
+    return [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
+            for b in m["content"] if b.get("type") == "tool_use"]
+
+
+def held(uses: list[dict], cleared_through: str) -> int:
+    """How many of `uses` lie at or before the last tool use the server clears (0: none, or it left the history)."""
+    ids = [u["id"] for u in uses]
+    return ids.index(cleared_through) + 1 if cleared_through in ids else 0
+
+
+def cleared_ids(uses: list[dict], boundary: int, policy: ContextPolicy) -> frozenset[str]:
+    """The tool uses whose results the server clears when it clears through `boundary`."""
+    return frozenset(u["id"] for u in uses[:boundary] if u["name"] not in policy.clear_exclude_tools)
+
+
+def cleared_view(messages: list[dict], cleared: frozenset[str]) -> list[dict]:
+    """The history as the model is shown it once the server cleared the results of `cleared`."""
+    if not cleared:
+        return messages
+    out = []
+    for message in messages:
+        if message["role"] == "user" and isinstance(message["content"], list) and \
+                any(b.get("type") == "tool_result" and b.get("tool_use_id") in cleared for b in message["content"]):
+            message = {**message, "content": [{**b, "content": CLEARED} if b.get("type") == "tool_result" and b.get("tool_use_id") in cleared
+                                               else b for b in message["content"]]}
+        out.append(message)
+    return out
+
+
+CLEARED = "[tool result cleared]"  # what a cleared result is counted as (the server's placeholder is of this size)
 
 
 def applied(response: Any) -> AppliedEdits:

@@ -26,7 +26,7 @@ from nightwatch.agent.conversation import LoopState
 from nightwatch.agent.tools import SUBMIT_TOOL, ToolRunner, tool_schemas
 from nightwatch.agent.watcher import Watcher
 from nightwatch.models import ModelCall
-from nightwatch.tokens import EstimatingCounter, TokenCounter
+from nightwatch.tokens import EstimatingCounter, TokenCounter, _text_of, estimate_text
 
 
 class ContextLayers:
@@ -45,7 +45,7 @@ class ContextLayers:
         self.spent = 0.0  # this error's budget, in input-equivalent tokens
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
-        self.clearing = False  # a clearing happened: the later requests go on clearing what becomes old
+        self.sent_clearing: tuple[list[str], int] | None = None  # the last request's tool uses and the `keep` it sent
 
     # start and resume ------------------------------------------------------------------------
     def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
@@ -53,8 +53,7 @@ class ContextLayers:
         saved = self.checkpoints.latest() if self.checkpoints else None
         if saved is None or (saved.agent, saved.model) != (self.config.agent, self.config.model):
             return LoopState(messages=[{"role": "user", "content": first_message}]), None
-        calls.extend(saved.calls)
-        self.clearing = any(c.tokens_cleared for c in saved.calls)  # a clearing before the restart goes on after it
+        calls.extend(saved.calls)  # the cleared boundary is in the saved state: a clearing before the restart goes on
         self.runner.calls[:] = saved.tool_calls
         self.runner.files_examined[:] = saved.files_examined
         self.spent = sum(self._weighted(c) for c in saved.calls)
@@ -90,7 +89,9 @@ class ContextLayers:
             finally:
                 self._meter_lost(params, lost, iteration, calls, phase)
         done = editing.applied(response)
-        self.clearing = self.clearing or done.tool_uses_cleared > 0
+        if done.tool_uses_cleared and self.sent_clearing and self.sent_clearing[1] < len(self.sent_clearing[0]):
+            ids, keep = self.sent_clearing
+            state.cleared_through = ids[len(ids) - keep - 1]  # the server cleared through here: later requests hold it
         editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
         calls.append(self._meter(response, self._context(
             calls, iteration, phase, latency_ms=int((time.monotonic() - started) * 1000), edits_applied=done.count,
@@ -100,26 +101,53 @@ class ContextLayers:
         return response
 
     def _headroom(self, state: LoopState, system: list, tools: list, iteration: int) -> tuple[int, int]:
+        """The watcher's work, and the tokens of the request as the model will be shown it (what is cleared, cleared)."""
+        uses = editing.tool_uses(state.messages)
+        cleared = editing.cleared_ids(uses, editing.held(uses, state.cleared_through), self.policy)
         if self.watcher:
-            actions, count = self.watcher.keep_headroom(state.messages, system, tools, iteration)
+            actions, count = self.watcher.keep_headroom(state.messages, system, tools, iteration, cleared)
             if actions:
                 state.decide(iteration, f"watcher compacted {actions} section(s) to keep {self.policy.reserve_ratio:.0%} headroom")
             return actions, count
         counted = self.policy.compaction or self.policy.context_editing
-        return 0, self.counter.count(system=system, messages=state.messages, tools=tools) if counted else 0
+        return 0, self.counter.count(system=system, messages=editing.cleared_view(state.messages, cleared), tools=tools) if counted else 0
 
     def _to_come(self, iteration: int) -> int:
         return break_even.calls_to_come(iteration, self.config.max_iterations)
 
-    def _clear_at_least(self, count: int, iteration: int) -> int:
-        """The least a clearing of this request must remove: the setting if given; 0 once clearing started (it goes on
-        clearing what becomes old) or when layers act at their thresholds; else the break-even at the trigger or above."""
+    def _clearing(self, state: LoopState, count: int, iteration: int) -> tuple[int, int]:
+        """(keep, clear_at_least) of this request's tool-result clearing. With a set least amount, or layers acting at
+        their thresholds: the policy's keep (the boundary moves every turn). Else, before the server cleared anything,
+        the policy's keep and the break-even for the server to check; after, the boundary is held (the same results
+        cleared again, so the cache holds) until moving it to the last `keep` tool uses pays for what that clears."""
+        keep = self.policy.clear_tool_uses_keep
         if self.policy.clear_tool_uses_at_least is not None:
-            return self.policy.clear_tool_uses_at_least
-        if self.clearing or not self.policy.when_it_pays:
-            return 0
-        prompt = max(count, self.policy.clear_tool_uses_trigger or 0)
-        return break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl)
+            return keep, self.policy.clear_tool_uses_at_least
+        if not self.policy.when_it_pays:
+            return keep, 0
+        uses = editing.tool_uses(state.messages)
+        boundary = editing.held(uses, state.cleared_through)
+        if not boundary:
+            prompt = max(count, self.policy.clear_tool_uses_trigger or 0)
+            return keep, break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl)
+        if count >= (self.policy.clear_tool_uses_trigger or 0) and self._move_pays(state.messages, uses, boundary, iteration):
+            return keep, 0
+        return len(uses) - boundary, 0
+
+    def _move_pays(self, messages: list[dict], uses: list[dict], boundary: int, iteration: int) -> bool:
+        """Whether clearing the results between the held boundary and the last `keep` tool uses pays: they are the
+        tokens saved on every later call, and everything after the boundary is written to the cache again."""
+        if len(uses) - self.policy.clear_tool_uses_keep <= boundary:
+            return False
+        view = editing.cleared_view(messages, editing.cleared_ids(uses, boundary, self.policy))
+        newly = editing.cleared_ids(uses, len(uses) - self.policy.clear_tool_uses_keep, self.policy) - \
+            editing.cleared_ids(uses, boundary, self.policy)
+        gain = sum(estimate_text(_text_of(b.get("content", ""))) for m in view if m["role"] == "user" and isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result" and b.get("tool_use_id") in newly)
+        first = next(i for i, m in enumerate(view) if m["role"] == "assistant" and isinstance(m["content"], list)
+                     and any(b.get("id") == uses[boundary]["id"] for b in m["content"]))
+        tail = EstimatingCounter().count(system=None, messages=view[first:], tools=None)
+        return gain > 0 and gain >= break_even.least_clearing(tail, self._to_come(iteration), self.policy.cache_ttl)
 
     def _compaction_pays(self, count: int, iteration: int) -> bool:
         return not self.policy.when_it_pays or break_even.compaction_pays(
@@ -168,15 +196,18 @@ class ContextLayers:
             params["thinking"] = {"type": "enabled", "budget_tokens": thinking}
         elif final:
             params["tool_choice"] = {"type": "tool", "name": SUBMIT_TOOL}
-        betas, management = self._management(bool(thinking), count, iteration)
+        betas, management = self._management(state, bool(thinking), count, iteration)
         if management:
             params["betas"], params["context_management"] = betas, management
         return params
 
-    def _management(self, thinking_on: bool, count: int, iteration: int) -> tuple[list[str], BetaContextManagementConfigParam | None]:
-        """The edits of this request: tool-result clearing asks for its break-even (or goes on once it started), the
-        server's compaction is offered only when a summary at its trigger would pay."""
-        chosen: list[Any] = editing.edits(self.policy, thinking_on, self._clear_at_least(count, iteration))
+    def _management(self, state: LoopState, thinking_on: bool, count: int, iteration: int
+                    ) -> tuple[list[str], BetaContextManagementConfigParam | None]:
+        """The edits of this request: tool-result clearing asks for its break-even (and then holds its boundary until
+        moving it pays), the server's compaction is offered only when a summary at its trigger would pay."""
+        keep, least = self._clearing(state, count, iteration) if self.policy.context_editing else (None, None)
+        self.sent_clearing = ([u["id"] for u in editing.tool_uses(state.messages)], keep) if keep is not None else None
+        chosen: list[Any] = editing.edits(self.policy, thinking_on, least, keep)
         betas = [editing.CONTEXT_MANAGEMENT_BETA] if chosen else []
         if self.server_compaction and self._compaction_pays(max(count, self.policy.compaction_trigger or 0), iteration):
             chosen.append(compaction.compact_edit(self.policy))

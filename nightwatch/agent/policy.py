@@ -14,9 +14,12 @@ is the naive agent the benchmark compares against. Why the defaults are what the
   2x instead of 1.25x on every write and 52% more in all for the same tokens;
 - tool-result clearing is armed from 20% of the model's window (40k tokens of 200k) and clears only what
   pays: every clearing invalidates the prompt cache after the cleared block, so each request asks the
-  server to clear at least the break-even amount for the calls still to come (agent/break_even.py), and
-  once a clearing happened the later ones go on clearing what becomes old; `recall_context` results are
-  never cleared (they are the way back to cleared content);
+  server to clear at least the break-even amount for the calls still to come (agent/break_even.py); once
+  the server cleared, later requests clear exactly as far again (the cache after the boundary holds) and
+  move the boundary to the last tool uses only when what that newly clears pays for rewriting the rest
+  (moving it every turn, as a fixed `keep` does, rewrote the kept results every turn: on the marathon
+  corpus clearing then cost as much as it saved); `recall_context` results are never cleared (they are
+  the way back to cleared content);
 - thinking: all thinking turns are kept, because clearing them invalidates the cache as well;
 - compaction from 25% of the window (50k tokens, the API's minimum) and only when the summary pays for
   itself over the calls still to come; paused so a checkpoint is written and the budget checked before

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from nightwatch.agent.editing import cleared_view
 from nightwatch.agent.recall import EventLog, terms
 from nightwatch.tokens import TokenCounter, _text_of, estimate_text
 
@@ -57,19 +58,22 @@ class Watcher:
         self.events = events
         self.fingerprint = fingerprint
 
-    def keep_headroom(self, messages: list[dict], system: Any, tools: list[dict], now: int) -> tuple[int, int]:
-        """Compact until the request fits; (sections compacted, tokens the request now counts)."""
-        count = self.counter.count(system=system, messages=messages, tools=tools)
+    def keep_headroom(self, messages: list[dict], system: Any, tools: list[dict], now: int,
+                      cleared: frozenset[str] = frozenset()) -> tuple[int, int]:
+        """Compact until the request fits; (sections compacted, tokens the request now counts). The results of the
+        `cleared` tool uses are counted as the server shows them (cleared), and left alone."""
+        count = self.counter.count(system=system, messages=cleared_view(messages, cleared), tools=tools)
         actions = 0
-        for section in sorted(self.sections(messages), key=lambda s: s.score(now)):
+        for section in sorted(self.sections(messages, cleared), key=lambda s: s.score(now)):
             if count <= self.limit or section.priority == "critical":
                 break
             count -= self._compact(messages, section, now)
             actions += 1
         return actions, count
 
-    def sections(self, messages: list[dict]) -> list[Section]:
-        """Every block worth compacting, scored; the first message and the newest turn are Critical."""
+    def sections(self, messages: list[dict], cleared: frozenset[str] = frozenset()) -> list[Section]:
+        """Every block worth compacting, scored; the first message and the newest turn are Critical; the results the
+        server clears are not in the prompt, so not worth compacting."""
         uses = {b["id"]: b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
                 for b in m["content"] if b.get("type") == "tool_use"}
         last_assistant = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
@@ -78,6 +82,8 @@ class Watcher:
             if not isinstance(message["content"], list):
                 continue
             for j, block in enumerate(message["content"]):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") in cleared:
+                    continue
                 section = self._section(i, j, block, uses, messages, last_assistant)
                 if section and section.tokens >= MIN_COMPACTABLE_TOKENS:
                     out.append(section)
