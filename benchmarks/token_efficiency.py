@@ -1,4 +1,4 @@
-"""Token efficiency of an investigation: the same scripted investigations through three strategies.
+"""Token efficiency of an investigation: the same scripted investigations through each strategy.
 
 The corpus (investigation_corpus.py): 30 scripted investigations of the demo's planted defects, 5 to
 15 tool calls each over the demo app's real files, each with an early "needle" fact the final answer
@@ -24,8 +24,19 @@ run once at the base price and re-reads nothing.
 The prompt cache runs on simulated time (8 s per model call), so the last lines can price the shared
 prefix's TTL both ways: 5 minutes and 1 hour, investigations back to back and 6 minutes apart.
 
-    python benchmarks/token_efficiency.py            # the table
-    python benchmarks/token_efficiency.py --json     # the same figures as one JSON object
+Three corpora: short (the demo, above), long (long_corpus.py: one script per Lobsters eval case, 28-37
+tool calls on its checkout) and marathon (marathon_corpus.py: 60-150 tool calls over full checkouts of
+Healthchecks and CTFd, three needles each, planted early and asked last). On the marathons the API
+enforces the model's 200K window (a 400 `invalid_request_error`, as the API answers), so the naive
+loop is shown as it runs: refused at the window (naive, naive+cache), or trimming its oldest turns
+to fit (naive+cache, trims); `naive+cache, no window` is what its reads would cost if it could go on,
+and the source of the floor. Each layer is measured off from NightWatch and alone where it acts, and
+one marathon is killed (SIGKILL) at a tool call and resumed on another process from its checkpoint
+(marathon_restart.py).
+
+    python benchmarks/token_efficiency.py                     # the three corpora's tables
+    python benchmarks/token_efficiency.py --corpus marathon   # one of them (short, long, marathon; both: short and long)
+    python benchmarks/token_efficiency.py --json              # the same figures as one JSON object
 """
 
 from __future__ import annotations
@@ -43,6 +54,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.investigation_corpus import Script, ScriptedModel, corpus  # noqa: E402
 from benchmarks.long_corpus import long_corpus  # noqa: E402
+from benchmarks.marathon_corpus import Marathon, MarathonModel, marathon_corpus  # noqa: E402
+from nightwatch.agent.break_even import context_window  # noqa: E402
 from nightwatch.agent.caching import hit_rate  # noqa: E402
 from nightwatch.agent.checkpoints import CheckpointStore  # noqa: E402
 from nightwatch.agent.definitions import load_definition  # noqa: E402
@@ -52,7 +65,7 @@ from nightwatch.agent.recall import EventLog  # noqa: E402
 from nightwatch.agent.tools import CodeCache, ToolRunner  # noqa: E402
 from nightwatch.codehosts.local import LocalRepoHost  # noqa: E402
 from nightwatch.models import TokenUsage  # noqa: E402
-from nightwatch.offline.emulated_api import EmulatedMessagesAPI  # noqa: E402
+from nightwatch.offline.emulated_api import EmulatedAPIError, EmulatedMessagesAPI  # noqa: E402
 from nightwatch.offline.emulated_cache import PromptCache, prompt_blocks  # noqa: E402
 from nightwatch.pricing import cost_usd, price_for  # noqa: E402
 from nightwatch.prompts import investigation_message  # noqa: E402
@@ -80,9 +93,9 @@ class BenchmarkAPI(EmulatedMessagesAPI):
 
     name, offline = "benchmark", False
 
-    def __init__(self, brain: ScriptedModel, cache: PromptCache, transform: Callable[[dict], dict] | None,
-                 clock: SimClock | None = None) -> None:
-        super().__init__(brain, cache)
+    def __init__(self, brain: Any, cache: PromptCache, transform: Callable[[dict], dict] | None,
+                 clock: SimClock | None = None, window: int | None = None) -> None:
+        super().__init__(Windowed(brain, window) if window else brain, cache)
         self.transform = transform
         self.clock = clock
         self.sent: list[dict[str, Any]] = []
@@ -93,6 +106,30 @@ class BenchmarkAPI(EmulatedMessagesAPI):
         if self.clock:
             self.clock.gap(self.clock.per_call_s)
         return super().create(**params)
+
+
+class Windowed:
+    """The model's context window, as the API enforces it on the prompt the model would see (after the server's
+    edits): a 400 `invalid_request_error` when the prompt, or the prompt with `max_tokens`, does not fit."""
+
+    def __init__(self, brain: Any, window: int) -> None:
+        self.brain, self.window = brain, window
+
+    def respond(self, request: dict[str, Any]) -> list[dict[str, Any]]:
+        tokens = prompt_tokens(request)
+        if tokens > self.window:
+            raise EmulatedAPIError(f"prompt is too long: {tokens} tokens > {self.window} maximum")
+        if tokens + request["max_tokens"] > self.window:
+            raise EmulatedAPIError(f"input length and `max_tokens` exceed context limit: {tokens} + {request['max_tokens']} > "
+                                   f"{self.window}, decrease input length or `max_tokens` and try again")
+        return self.brain.respond(request)
+
+    def summarise(self, request: dict[str, Any], instructions: str | None) -> str:
+        return self.brain.summarise(request, instructions)
+
+
+def prompt_tokens(params: dict[str, Any]) -> int:
+    return sum(b.tokens for b in prompt_blocks(params.get("tools"), params.get("system"), params["messages"]))
 
 
 def automatic_caching(params: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +151,24 @@ def original_nightwatch(params: dict[str, Any]) -> dict[str, Any]:
         messages = [messages[0]] + messages[-4:]
     tools = [{k: v for k, v in t.items() if k != "cache_control"} for t in params["tools"]]
     return {**params, "messages": messages, "tools": tools}
+
+
+def trimming(window: int, then: Callable[[dict], dict] | None = None) -> Callable[[dict], dict]:
+    """The naive loop at the window, trimmed as the usual client does it: the oldest turns after the first message are
+    dropped (an assistant turn with the tool results answering it) until the prompt and `max_tokens` fit."""
+
+    def trim(params: dict[str, Any]) -> dict[str, Any]:
+        messages = params["messages"]
+        sizes = [prompt_tokens({**params, "tools": None, "system": None, "messages": [m]}) for m in messages]
+        total = prompt_tokens({**params, "messages": []}) + sum(sizes)
+        cut = 1
+        while total + params["max_tokens"] > window and len(messages) - cut > 2:
+            total -= sizes[cut] + sizes[cut + 1]
+            cut += 2
+        trimmed = {**params, "messages": messages[:1] + messages[cut:]}
+        return then(trimmed) if then else trimmed
+
+    return trim
 
 
 # running -----------------------------------------------------------------------------------------
@@ -145,8 +200,13 @@ class Tally:
     calls: int = 0
     floor: int = 0
     scripts: int = 0
+    failures: list[str] = field(default_factory=list)  # investigations that ended without an answer, and why
+    peaks: list[int] = field(default_factory=list)  # each investigation's largest prompt
+    costs: list[float] = field(default_factory=list)  # each investigation's $
 
-    def add(self, outcome: LoopOutcome, needle: str, sent: list[dict]) -> None:
+    def add(self, outcome: LoopOutcome, needle: str | list[str], sent: list[dict]) -> None:
+        self.peaks.append(max((c.usage.input + c.usage.cache_write + c.usage.cache_read for c in outcome.calls), default=0))
+        self.costs.append(sum(c.cost_usd for c in outcome.calls))
         for call in outcome.calls:
             u = call.usage
             self.usage = self.usage + u
@@ -157,7 +217,8 @@ class Tally:
             self.edits, self.cleared = self.edits + call.edits_applied, self.cleared + call.tokens_cleared
             self.compactions, self.watcher = self.compactions + call.compactions, self.watcher + call.watcher_actions
         self.calls += len(outcome.calls)
-        self.needles[needle] += 1
+        for status in [needle] if isinstance(needle, str) else needle:
+            self.needles[status] += 1
         self.floor += new_tokens(sent)
         self.scripts += 1
 
@@ -246,13 +307,159 @@ def ttl_lines(scripts: list[Script], host: Any, scratch: Path) -> list[str]:
     return lines
 
 
+# the marathon corpus ------------------------------------------------------------------------------
+WINDOW = context_window(MODEL)
+REFUSED = ("prompt is too long", "exceed context limit")
+# (policy, what the client does to each request, the window the API enforces)
+MARATHON_STRATEGIES: dict[str, tuple[ContextPolicy, Callable[[dict], dict] | None, int | None]] = {
+    "naive": (ContextPolicy.off(), None, WINDOW),
+    "naive+cache": (ContextPolicy.off(), automatic_caching, WINDOW),
+    "naive+cache, trims": (ContextPolicy.off(), trimming(WINDOW, automatic_caching), WINDOW),
+    "original": (*STRATEGIES["original"], WINDOW),
+    "nightwatch": (*STRATEGIES["nightwatch"], WINDOW),
+}
+UNBOUNDED = "naive+cache, no window"  # not a model one can call: what the naive loop's reads would cost with no window
+
+
+def run_marathons(label: str, marathons: list[Marathon], scratch: Path, policy: ContextPolicy,
+                  transform: Callable[[dict], dict] | None = None, window: int | None = WINDOW, recall: bool | None = None,
+                  gap_s: float = 0.0) -> Tally:
+    """The marathons of one night through one configuration (`label` names its checkpoints: one per configuration). An
+    investigation the API refuses at the window ends there, without an answer: its needles count as missing."""
+    clock = SimClock()
+    cache = PromptCache(clock=clock)  # one night: one prompt cache
+    definition = load_definition("base-analyzer")
+    offered = policy.context_editing if recall is None else recall
+    tools = definition.tools if offered else [t for t in definition.tools if t != RECALL]
+    tally = Tally()
+    for n, marathon in enumerate(marathons):
+        brain = MarathonModel(marathon)
+        api = BenchmarkAPI(brain, cache, transform, clock, window)
+        runner = ToolRunner(cache=marathon.code, traces=marathon.traces, events=EventLog(), run_id=f"marathon-{label}",
+                            fingerprint=marathon.error.fingerprint, allowed=tools, lean=policy.lean_tool_results)
+        config = LoopConfig(model=MODEL, system_prompt=definition.system_prompt, tools=tools, max_iterations=marathon.max_iterations,
+                            token_budget=UNLIMITED, policy=policy, agent=definition.name, focus=marathon.error.label)
+        first = investigation_message(marathon.error, marathon.traces, marathon.research, None, policy.cache_ttl)
+        store = CheckpointStore(scratch / label / str(n)) if policy.checkpoints else None
+        outcome = run_agent(api, runner, config, first, checkpoints=store)
+        statuses = [brain.needles.get(needle.text, "missing") for needle in marathon.needles]
+        if outcome.failure:
+            if not any(r in outcome.failure for r in REFUSED):
+                raise RuntimeError(f"{label} {marathon.name}: {outcome.failure}")
+            tally.failures.append(f"{marathon.name}: refused after {len(runner.calls)} of {marathon.calls} tool calls "
+                                  f"({outcome.failure.split(': ', 2)[-1].split(',')[0]})")
+        tally.add(outcome, statuses, api.sent)
+        clock.gap(gap_s)
+    return tally
+
+
+MARATHON_LAYERS = {"context editing": "context_editing", "compaction": "compaction", "watcher": "watcher",
+                   "recall_context tool": RECALL, "tool results on a diet": "lean_tool_results",
+                   "prompt-cache breakpoints": "prompt_caching"}
+ACTING = ("context_editing", "compaction", "watcher")  # the layers that act on a long context
+
+
+def marathon_strategies(marathons: list[Marathon], scratch: Path) -> tuple[dict[str, Tally], Tally]:
+    """Every strategy over the marathons, and the naive loop with automatic caching as it would run with no window."""
+    tallies = {name: run_marathons(name, marathons, scratch, *config) for name, config in MARATHON_STRATEGIES.items()}
+    return tallies, run_marathons(UNBOUNDED, marathons, scratch, ContextPolicy.off(), automatic_caching, window=None)
+
+
+def marathon_layers(marathons: list[Marathon], scratch: Path) -> tuple[dict[str, Tally], dict[str, Tally]]:
+    """Each layer off from NightWatch (the recall tool offered unless it is the layer); and each
+    acting layer alone over NightWatch without all three (caching, the diet and recall on): where it acts."""
+    base = STRATEGIES["nightwatch"][0]
+    off = {label: run_marathons(f"off-{switch}", marathons, scratch, base, recall=False) if switch == RECALL else
+           run_marathons(f"off-{switch}", marathons, scratch, base.with_(**{switch: False}), recall=True)
+           for label, switch in MARATHON_LAYERS.items()}
+    none = base.with_(**{switch: False for switch in ACTING})
+    alone = {"none of the three": run_marathons("alone-none", marathons, scratch, none, recall=True)}
+    alone |= {label: run_marathons(f"alone-{switch}", marathons, scratch, none.with_(**{switch: True}), recall=True)
+              for label, switch in MARATHON_LAYERS.items() if switch in ACTING}
+    return off, alone
+
+
+def marathon_figures(tallies: dict[str, Tally], unbounded: Tally) -> dict[str, Any]:
+    """The strategies' figures; the floor is the naive loop's reads with no window (at the window it stops early)."""
+    data = figures(tallies)
+    data[UNBOUNDED] = figures({UNBOUNDED: unbounded, "naive": unbounded, "nightwatch": tallies["nightwatch"]})[UNBOUNDED]
+    data["floor"] = {"cost_weighted_tokens": unbounded.floor, "cost_usd": round(floor_usd({"naive": unbounded, "nightwatch": tallies["nightwatch"]}), 6)}
+    for name, t in [*tallies.items(), (UNBOUNDED, unbounded)]:
+        data[name]["refused_at_window"] = t.failures
+    return data
+
+
+def marathon_table(tallies: dict[str, Tally], unbounded: Tally, marathons: list[Marathon]) -> str:
+    data = marathon_figures(tallies, unbounded)
+    n = len(marathons)
+    lines = [f"Token efficiency, marathon corpus: {n} investigations of {min(m.calls for m in marathons)}-{max(m.calls for m in marathons)} "
+             f"tool calls over full checkouts of Healthchecks and CTFd (evals/trees), {MODEL} prices, a {WINDOW:,}-token window", ""]
+    row = "{:<24} {:>13} {:>14} {:>8} {:>11} {:>9} {:>5} {:>16}  {}"
+    lines += [row.format("strategy", "billed input", "cost-weighted", "output", "$/marathon", "peak ctx", "hit", "needles p/r/miss",
+                         "at the window"), "-" * 122]
+    for name, t in [*tallies.items(), (UNBOUNDED, unbounded)]:
+        d = data[name]
+        needles = f"{d['needles_answered']}/{d['needles_total']} ({t.needles['present']}/{t.needles['recalled']}/{t.needles['missing']})"
+        window = f"{len(t.failures)} of {n} refused" if t.failures else ("trims the oldest turns" if "trims" in name else
+                                                                       "no window (hypothetical)" if name == UNBOUNDED else "fits")
+        lines.append(row.format(name, f"{d['billed_input_tokens']:,}", f"{d['cost_weighted_tokens']:,}", f"{d['output_tokens']:,}",
+                                f"${t.cost_usd / t.scripts:.4f}", f"{t.peak:,}", f"{hit_rate(t.usage):.0%}", needles, window))
+    lines.append(row.format("floor", "", f"{data['floor']['cost_weighted_tokens']:,}", "", f"${data['floor']['cost_usd'] / n:.4f}", "", "", "", ""))
+    nw = tallies["nightwatch"]
+    lines += ["", "each marathon (the naive loop's context as it would grow with no window; NightWatch's largest request):"]
+    lines += [f"  {m.name:<38} {m.calls:>3} tool calls, needles planted at calls {', '.join(str(x.call) for x in m.needles)}: naive "
+              f"{unbounded.peaks[i]:>7,} tokens{' (past the window)' if unbounded.peaks[i] > WINDOW else ''}, nightwatch "
+              f"{nw.peaks[i]:>6,} tokens, ${nw.costs[i]:.4f}" for i, m in enumerate(marathons)]
+    lines += [f"  naive+cache refused: {f}" for f in tallies["naive+cache"].failures]
+    checks = [("nightwatch $ <= 35% of naive+cache as it runs at the window (trims)", nw.cost_usd / tallies["naive+cache, trims"].cost_usd, 0.35),
+              ("nightwatch $ <= 35% of naive+cache with no window (hypothetical)", nw.cost_usd / unbounded.cost_usd, 0.35),
+              ("nightwatch $ <= 1.3x the floor $", nw.cost_usd / data["floor"]["cost_usd"], 1.3),
+              ("every needle answered", nw.needles["missing"], 0),
+              (f"peak context <= the window ({WINDOW:,})", nw.peak / WINDOW, 1.0)]
+    lines += [""] + [f"  {'ok  ' if value <= limit else 'MISS'} {label}: " + (f"{value:.2f}" if isinstance(value, float) else f"{value} missing")
+                     for label, value, limit in checks]
+    return "\n".join(lines)
+
+
+def layer_row(label: str, t: Tally, against: Tally, alone: bool = False) -> str:
+    """A configuration's $ per marathon, what the layer saves (the layer off minus on), its needles, peak and actions."""
+    saved = (against.cost_usd - t.cost_usd if alone else t.cost_usd - against.cost_usd) / t.scripts
+    answered = t.needles["present"] + t.needles["recalled"]
+    return (f"  {label:<26} ${t.cost_usd / t.scripts:.4f}  {saved:+.4f} ({saved * t.scripts / against.cost_usd:+4.0%})  "
+            f"{answered:>2}/{sum(t.needles.values())} needles  peak {t.peak:>7,}  acted: {t.edits} edits, {t.compactions} compactions, "
+            f"{t.watcher} watcher actions")
+
+
+def marathon_layer_lines(off: dict[str, Tally], alone: dict[str, Tally], nightwatch: Tally) -> list[str]:
+    per = nightwatch.cost_usd / nightwatch.scripts
+    lines = ["", f"each layer off (NightWatch at ${per:.4f} per marathon, {nightwatch.needles['missing']} needles missing; "
+                 "columns: $ per marathon with the layer off, what the layer saves):"]
+    lines += [layer_row(label, t, nightwatch) for label, t in off.items()]
+    none = alone["none of the three"]
+    lines += ["", "the acting layers alone, where they act (caching, the diet and recall on; saving against none of the three):"]
+    lines += [layer_row(label, t, none, alone=True) for label, t in alone.items()]
+    return lines
+
+
+def marathon_ttl_lines(marathons: list[Marathon], scratch: Path) -> list[str]:
+    base = STRATEGIES["nightwatch"][0]
+    lines = ["", "cache TTL of the shared prefix, $ per marathon:"]
+    for gap in (0.0, 360.0):
+        five, hour = (run_marathons(f"ttl-{ttl}-{gap:g}", marathons, scratch, base.with_(shared_cache_ttl=ttl), gap_s=gap)
+                      for ttl in ("5m", "1h"))
+        label = "back to back" if not gap else f"{gap / 60:g} minutes apart"
+        lines.append(f"  marathons {label:<18} 5m ${five.cost_usd / five.scripts:.4f}   1h ${hour.cost_usd / hour.scripts:.4f}   "
+                     f"({'1h pays' if hour.cost_usd < five.cost_usd else '5m is cheaper'})")
+    return lines
+
+
 # output ------------------------------------------------------------------------------------------
 def figures(tallies: dict[str, Tally]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, t in tallies.items():
         out[name] = {"cost_weighted_tokens": round(t.cost_weighted), "billed_input_tokens": t.usage.input + t.usage.cache_write + t.usage.cache_read,
                      "output_tokens": t.usage.output, "peak_context_tokens": t.peak,
-                     "needles_answered": t.needles["present"] + t.needles["recalled"], "needles_total": t.scripts,
+                     "needles_answered": t.needles["present"] + t.needles["recalled"], "needles_total": sum(t.needles.values()),
                      "cost_usd": round(t.cost_usd, 6), "cost_usd_batch": round(t.batch_usd, 6)}
     out["floor"] = {"cost_weighted_tokens": tallies["naive"].floor, "cost_usd": round(floor_usd(tallies), 6)}
     return out
@@ -312,11 +519,13 @@ def table(tallies: dict[str, Tally], tight: Tally | None, scripts: list[Script],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    parser.add_argument("--corpus", choices=("short", "long", "both"), default="both", help="which corpus to run")
+    parser.add_argument("--corpus", choices=("short", "long", "marathon", "both", "all"), default="all",
+                        help="which corpus to run (both: short and long; all: the three)")
+    parser.add_argument("--kill-at", type=int, default=40, help="the marathon's restart: the tool call its process is killed at")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        if args.corpus in ("short", "both"):
+        if args.corpus in ("short", "both", "all"):
             host = LocalRepoHost(DEMO_APP)
             scripts = corpus(host)
             short = Path(scratch) / "short"  # checkpoints of one corpus must never resume the other's scripts
@@ -328,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(table(tallies, run("nightwatch-tight", scripts, host, short), scripts))
                 print("\n".join(saving_lines(savings, tallies["nightwatch"])))
                 print("\n".join(ttl_lines(scripts, host, short)) + "\n")
-        if args.corpus in ("long", "both"):
+        if args.corpus in ("long", "both", "all"):
             pairs = long_corpus(Path(scratch) / "checkouts")
             hosts = {script.name: host for script, host in pairs}
             scripts = [script for script, _ in pairs]
@@ -340,9 +549,32 @@ def main(argv: list[str] | None = None) -> int:
                 print(table(tallies, None, scripts, "long", limits=(0.50, 1.5)))
                 print("\n".join(saving_lines(savings, tallies["nightwatch"])))
                 print("\n".join(ttl_lines(scripts, lambda s: hosts[s.name], Path(scratch) / "long")))
+        if args.corpus in ("marathon", "all"):
+            results["marathon"] = marathon_section(Path(scratch), args.kill_at, quiet=args.json)
     if args.json:
         print(json.dumps(results, indent=2))
     return 0
+
+
+def marathon_section(scratch: Path, kill_at: int, quiet: bool) -> dict[str, Any]:
+    """The marathon corpus: the strategies, each layer on and off, the TTL of the shared prefix, and the restart."""
+    from benchmarks.marathon_restart import restart_figures, restart_lines  # it runs this module's API in a child
+
+    marathons = [m for m, _ in marathon_corpus(scratch / "marathon-checkouts")]
+    tallies, unbounded = marathon_strategies(marathons, scratch / "marathon")
+    off, alone = marathon_layers(marathons, scratch / "marathon")
+    restart = restart_figures(marathons[0], scratch / "marathon-restart", kill_at)
+    data = marathon_figures(tallies, unbounded)
+    data["layers_off_usd_per_marathon"] = {label: round(t.cost_usd / t.scripts, 6) for label, t in off.items()}
+    data["layers_alone_usd_per_marathon"] = {label: round(t.cost_usd / t.scripts, 6) for label, t in alone.items()}
+    data["layers_needles_answered"] = {label: t.needles["present"] + t.needles["recalled"] for label, t in {**off, **alone}.items()}
+    data["restart"] = restart
+    if not quiet:
+        print(marathon_table(tallies, unbounded, marathons))
+        print("\n".join(marathon_layer_lines(off, alone, tallies["nightwatch"])))
+        print("\n".join(marathon_ttl_lines(marathons, scratch / "marathon")))
+        print("\n" + "\n".join(restart_lines(restart)))
+    return data
 
 
 if __name__ == "__main__":

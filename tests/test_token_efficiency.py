@@ -41,3 +41,42 @@ def test_the_long_corpus_runs_on_real_application_checkouts(tmp_path: Path):
     assert data["nightwatch"]["needles_answered"] == 2
     assert data["nightwatch"]["cost_usd"] < data["naive+cache"]["cost_usd"] < data["naive"]["cost_usd"]
     assert data["nightwatch"]["billed_input_tokens"] < data["naive"]["billed_input_tokens"]  # lean tool results
+
+
+MARATHON = (("ctfd-users-create-admin-email", 60),)  # the shortest marathon: 60 tool calls over CTFd's full tree
+
+
+def test_a_marathon_answers_every_needle_within_the_window_where_the_naive_loop_is_refused(tmp_path: Path):
+    """NightWatch clears what pays (holding its boundary, so the cache holds), recalls what it cleared and answers every
+    needle far below the window; the naive loop with automatic caching is refused at the window, with no answer."""
+    from benchmarks.marathon_corpus import marathon_corpus
+    from benchmarks.token_efficiency import MARATHON_STRATEGIES, WINDOW, run_marathons
+    from nightwatch.agent.caching import hit_rate
+
+    ((marathon, _),) = marathon_corpus(tmp_path / "checkout", MARATHON)
+    assert marathon.calls == 60 and len(marathon.needles) == 3 and all(n.call <= 12 for n in marathon.needles)
+    nightwatch, careful = (run_marathons(name, [marathon], tmp_path / "runs", *MARATHON_STRATEGIES[name])
+                           for name in ("nightwatch", "naive+cache"))
+    assert nightwatch.failures == [] and nightwatch.needles["missing"] == 0 and nightwatch.needles["recalled"] > 0
+    assert nightwatch.peak < WINDOW // 4 and nightwatch.edits > 0 and hit_rate(nightwatch.usage) > 0.8
+    assert len(careful.failures) == 1 and "exceed context limit" in careful.failures[0] and careful.needles["missing"] == 3
+    assert nightwatch.cost_usd < careful.cost_usd / 2
+
+
+@pytest.mark.slow
+def test_a_marathon_killed_at_a_tool_call_resumes_on_another_process_and_re_spends_little(tmp_path: Path):
+    import signal
+
+    from benchmarks.marathon_corpus import marathon_corpus
+    from benchmarks.marathon_restart import restart_figures
+
+    ((marathon, _),) = marathon_corpus(tmp_path / "checkout", MARATHON)
+    data = restart_figures(marathon, tmp_path / "restart", kill_at=40)
+    assert data["uninterrupted"]["failure"] is None and [r["gap_s"] for r in data["restarts"]] == [60, 600]
+    for restarted in data["restarts"]:  # the cache warm, then expired
+        assert restarted["killed"]["signal"] == signal.SIGKILL and restarted["failure"] is None
+        assert 1 <= restarted["resumed_at_iteration"] < restarted["killed"]["billed_calls"]
+        assert set(restarted["needles"].values()) <= {"present", "recalled"} and len(restarted["needles"]) == 3
+    warm, cold = data["restarts"]
+    assert 0 <= warm["respend_share"] <= 0.05  # one model call again, read from the cache
+    assert warm["respend_usd"] < cold["respend_usd"] < 0.5 * data["uninterrupted"]["cost_usd"]  # and the prompt written again
