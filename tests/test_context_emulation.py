@@ -171,3 +171,14 @@ def test_more_than_four_breakpoints_are_refused():
     system = [{"type": "text", "text": f"s{i}", "cache_control": mark} for i in range(5)]
     with pytest.raises(EmulatedAPIError, match="maximum of 4"):
         EmulatedMessagesAPI(Echo()).create(model="claude-sonnet-4-6", max_tokens=10, system=system, messages=[{"role": "user", "content": "q"}])
+
+
+def test_the_thinking_keep_never_becomes_the_tool_result_keep():
+    """With thinking on, each edit keeps what its own setting says (a held boundary's keep included)."""
+    from nightwatch.agent import editing
+    from nightwatch.agent.policy import ContextPolicy
+
+    for keep in (None, 7):
+        thinking, tools = editing.edits(ContextPolicy(), True, 0, keep)
+        assert thinking["keep"] == "all"
+        assert tools["keep"] == {"type": "tool_uses", "value": ContextPolicy().clear_tool_uses_keep if keep is None else keep}

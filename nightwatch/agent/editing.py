@@ -47,10 +47,10 @@ def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None =
         return []
     out: list[Any] = []
     if thinking_on:
-        keep = policy.clear_thinking_keep
+        turns = policy.clear_thinking_keep
         out.append(BetaClearThinking20251015EditParam(
             type="clear_thinking_20251015",
-            keep="all" if keep == "all" else {"type": "thinking_turns", "value": int(keep)},
+            keep="all" if turns == "all" else {"type": "thinking_turns", "value": int(turns)},
         ))
     clear = BetaClearToolUses20250919EditParam(
         type="clear_tool_uses_20250919",
