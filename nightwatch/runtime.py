@@ -151,12 +151,13 @@ def build_verifier(s: Settings, host: Any) -> Any:
     from nightwatch.verify.verifier import TestSettings, Verifier
 
     root = Path(s.code_path).resolve() if s.code_path else getattr(host, "root", None)
-    files: list[str] = []
-    if root is not None:
+    def files() -> list[str]:  # listed when a test first runs, never at start-up
+        if root is None:
+            return []
         from nightwatch.codehosts.local import LocalRepoHost
 
         local = host if getattr(host, "root", None) == root else LocalRepoHost(root)
-        files = sorted(local.tracked_files())
+        return sorted(local.tracked_files())
     env_path = s.test_env
     if env_path is None and not s.code_path and s.demo == "python" and not s.errors_file:
         env_path = Path(sys.prefix)  # the Python demo's tests need only what NightWatch's own environment has

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nightwatch.verify import sandbox
-from nightwatch.verify.reproduce import CrashSite, reproduces, same_class, skipped, tracebacks
+from nightwatch.verify.reproduce import CrashSite, reproduces, same_class, tracebacks
 from nightwatch.verify.testenv import (
     TestCommand,
     TestEnvironment,
@@ -149,8 +149,7 @@ def _environment(tree: Path, home: Path, setup: str | None, env_path: Path | Non
 def _run(runner: TestCommand, env: TestEnvironment, tree: Path, test: str, limits: sandbox.Limits,
          commit: str) -> CommitTestRun:
     run = sandbox.run(runner.for_tests([test]), tree, mounts=env.mounts, env=env.variables, limits=limits)
-    outcome = "skipped" if run.exit_code == 0 and skipped(run.output) else run.outcome  # a skip is not a pass
-    return CommitTestRun(commit=commit, outcome=outcome, seconds=run.seconds, output=run.output)
+    return CommitTestRun(commit=commit, outcome=run.outcome, seconds=run.seconds, output=run.output)
 
 
 def _show(repo: Path, commit: str, path: str) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nightwatch.redact import REDACTED, redact
+from nightwatch.verify.reproduce import skipped
 
 SANDBOX_UID = 65534  # as root, the sandbox runs as this uid (nobody): the process limit does not bind root
 WORK = "/work"
@@ -68,13 +69,17 @@ class SandboxRun:
 
     @property
     def outcome(self) -> str:
+        """passed | failed (exit N) | skipped | killed ... | not run: why. A run that exited 0 having only skipped its
+        tests is "skipped": a skip is not a pass."""
         if self.not_run:
             return f"not run: {self.not_run}"
         if self.timed_out:
             return f"killed at the {self.limits.wall_s:g} s limit"
         if self.exit_code is not None and self.exit_code < 0:
             return f"killed by signal {-self.exit_code} ({signal.Signals(-self.exit_code).name})"
-        return "passed" if self.exit_code == 0 else f"failed (exit {self.exit_code})"
+        if self.exit_code == 0:
+            return "skipped" if skipped(self.output) else "passed"
+        return f"failed (exit {self.exit_code})"
 
 
 def unavailable_reason() -> str | None:

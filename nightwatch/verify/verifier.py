@@ -15,11 +15,13 @@ import re
 import shlex
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from nightwatch.models import Analysis, FileChange, RegressionTest, Verification, VerificationRun
 from nightwatch.verify import sandbox
-from nightwatch.verify.reproduce import CrashSite, reproduces, skipped, without_library_frames
+from nightwatch.verify.reproduce import CrashSite, reproduces, without_library_frames
 from nightwatch.verify.testenv import (
     TestCommand,
     TestEnvironment,
@@ -53,13 +55,21 @@ class TestSettings:
 class Verifier:
     """The night's verifier: one test environment (made once, reused by every verification and later nights)."""
 
-    def __init__(self, root: Path | None, files: list[str], home: Path, config: TestSettings = TestSettings()) -> None:
-        self.root, self.files, self.home = root, files, home
+    def __init__(self, root: Path | None, files: list[str] | Callable[[], list[str]], home: Path,
+                 config: TestSettings = TestSettings()) -> None:
+        """`files`: the checkout's tracked files, or how to list them (listed on first use: `nightwatch check` and a
+        night's preflight never need them)."""
+        self.root, self.home = root, home
+        self._files = files
         self.setup, self.env_path, self.limits, self.secrets = config.setup, config.env_path, config.limits, list(config.secrets)
         self.command = test_command(root, config.command) if root else None
         self.enabled = config.enabled
         self._env: TestEnvironment | None = None
         self._lock = threading.Lock()
+
+    @cached_property
+    def files(self) -> list[str]:
+        return list(self._files()) if callable(self._files) else list(self._files)
 
     @property
     def unavailable(self) -> str | None:
@@ -177,8 +187,7 @@ class Verifier:
                                   secrets=self.secrets)
         except TreeError as exc:
             return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {exc}")
-        outcome = "skipped" if run.exit_code == 0 and skipped(run.output) else run.outcome  # a skip is not a pass
-        return VerificationRun(label=label, command=shlex.join(argv), outcome=outcome, seconds=run.seconds, output=run.output)
+        return VerificationRun(label=label, command=shlex.join(argv), outcome=run.outcome, seconds=run.seconds, output=run.output)
 
     def _scratch(self) -> Path:
         folder = self.home / "sandbox"
