@@ -117,8 +117,10 @@ def test_a_malformed_body_interrupts_the_loop_and_keeps_what_was_metered(tmp_pat
 def test_a_slow_answer_times_out_and_the_sdk_retries_it(tmp_path):
     _, runner, first = _case(tmp_path)
     with FakeAnthropic() as fake:
-        fake.fail_next("POST", "/v1/messages", slow(2.0))
-        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2, timeout_s=0.5), runner, _config(), first)
+        # The client's timeout is a hang guard for the answers that follow (each well under a second on a loaded core;
+        # at 0.5 s a loaded machine timed them out too); the slow answer outlasts it ten times over
+        fake.fail_next("POST", "/v1/messages", slow(30.0))
+        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=2, timeout_s=3.0), runner, _config(), first)
         requests = len(fake.message_requests())
     assert outcome.failure is None and requests == len(outcome.calls)  # every request the server got is a row
     assert outcome.calls[0].status == "unconfirmed" and all(c.status == "ok" for c in outcome.calls[1:])

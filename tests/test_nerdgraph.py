@@ -81,8 +81,9 @@ def test_500_then_success(fake: FakeNerdGraph) -> None:
 
 
 def test_timeout_is_retried(fake: FakeNerdGraph) -> None:
-    fake.fail_next(Reply(200, nerdgraph_response([]), delay_s=1.0))
-    rows, _ = make_client(fake, timeout_s=0.2).nrql(
+    # The timeout guards the retry's answer too (at 0.2 s a loaded core could miss it); the slow reply outlasts it
+    fake.fail_next(Reply(200, nerdgraph_response([]), delay_s=30.0))
+    rows, _ = make_client(fake, timeout_s=3.0).nrql(
         f"SELECT * FROM ErrorTrace WHERE appName = '{APP}' SINCE 0 UNTIL {10**13} LIMIT 3", "q"
     )
     assert rows, "the retry, not the slow reply, answered"
