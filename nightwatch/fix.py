@@ -105,6 +105,33 @@ def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     )
 
 
+def lines_it_changes(analysis: Analysis, host: CodeHost, limit: int = 40) -> list[tuple[str, int]]:
+    """(file, line) of the current files that the analysis' fix removes or changes (for a pure insertion, the line it
+    goes after), as a blame of the lines a fix touches asks for them; none where the fix is not a valid one."""
+    try:
+        fix = validate_fix(analysis, host)
+    except (FixRejected, CodeHostError):
+        return []
+    out: list[tuple[str, int]] = []
+    for path in sorted(fix.changes):
+        old = _current_text(host, path)
+        if old is not None:
+            out.extend((path, n) for n in changed_lines(old, fix.changes[path]))
+    return out[:limit]
+
+
+def changed_lines(old: str, new: str) -> list[int]:
+    """1-based lines of `old` that `new` removes or replaces; for text only inserted, the line before it (or 1)."""
+    lines: list[int] = []
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            lines.extend(range(i1 + 1, i2 + 1))
+        elif tag == "insert":
+            lines.append(max(i1, 1))
+    return list(dict.fromkeys(lines))
+
+
 def with_regression_test(fix: ValidatedFix, test: RegressionTest, host: CodeHost) -> ValidatedFix:
     """The fix with its regression test as part of the change (a new file, or the test file as the test left it)."""
     path = checked_path(test.path, host)

@@ -20,6 +20,7 @@ from nightwatch.agent.loop import LoopConfig, LoopOutcome, run_agent
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache, ToolRunner
+from nightwatch.fix import lines_it_changes
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.prompts import investigation_message
 from nightwatch.research import ResearchContext
@@ -101,13 +102,18 @@ def investigate_error(subject: Investigation, kit: AgentKit, *, raise_on_interru
 
 
 def _with_fix_suspects(result: ErrorAnalysisResult, subject: Investigation, host: object) -> ErrorAnalysisResult:
-    """Suspects ranked again once the analysis says where the error starts: the commit that wrote that line may not
-    be in the stack at all (a value built in a caller, a URL pattern). Blame only: no model call."""
-    origin = result.analysis.origin if result.analysis else None
-    if origin is None or not origin.line or not can_blame(host):
+    """Suspects ranked again once the analysis says where the error starts and what its fix changes: the commit that
+    wrote those lines may not be in the stack at all (a value built in a caller, a URL pattern). Blame only: no model
+    call."""
+    analysis = result.analysis
+    if analysis is None or not can_blame(host):
+        return result
+    origin = [(analysis.origin.file, analysis.origin.line)] if analysis.origin and analysis.origin.line else []
+    fix_lines = origin + (lines_it_changes(analysis, host) if analysis.has_fix else [])  # type: ignore[arg-type]
+    if not fix_lines:
         return result
     suspects, _ = suspect_commits(host, blamable_frames(subject.traces), subject.error.first_seen,  # type: ignore[arg-type]
-                                  fix_lines=[(origin.file, origin.line)])
+                                  fix_lines=fix_lines)
     return result.model_copy(update={"suspect_commits": suspects}) if suspects else result
 
 

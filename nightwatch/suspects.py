@@ -27,6 +27,7 @@ LIKELY_WITHIN = timedelta(hours=72)
 LANDED_AFTER_GRACE = timedelta(minutes=5)  # clocks of a deploy and of New Relic differ a little
 MAX_FRAMES = 8
 MAX_SUSPECTS = 3
+MAX_FIX_LINES = 40
 
 
 class BlameHost(Protocol):
@@ -48,12 +49,15 @@ def blamable_frames(traces: TraceData) -> list[tuple[str, int]]:
 def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_seen: datetime | None,
                     limit: int = MAX_SUSPECTS, fix_lines: Iterable[tuple[str, int]] = ()) -> tuple[list[SuspectCommit], list[str]]:
     """(suspects, best first; notes on what could not be blamed) for in-app `frames` (file, line), top frame first,
-    and the lines an analysis would change (`fix_lines`: where it says the error starts), which weigh as the top frame."""
+    and the lines an analysis would change (`fix_lines`: where it says the error starts, the lines its fix removes or
+    changes), which weigh as the top frame."""
     stack = _distinct(frames)[:MAX_FRAMES]
-    fixes = [f for f in _distinct(fix_lines) if f not in stack[:1]]
-    blamed, notes = _blame_stack(host, stack + fixes)
+    fixes = _distinct(fix_lines)[:MAX_FIX_LINES]
+    blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes)))
     by_sha: dict[str, list[tuple[int, BlamedLine, str]]] = {}
-    for depth, (file, line) in [*((0, f) for f in fixes), *enumerate(stack)]:
+    # a line both in the stack and among the fix's lines counts once, as a fix line (the top frame's weight)
+    weighed = [*((0, f) for f in fixes), *((d, f) for d, f in enumerate(stack) if f not in fixes)]
+    for depth, (file, line) in weighed:
         hit = blamed.get((file, line))
         if hit is not None:
             by_sha.setdefault(hit.sha, []).append((depth, hit, file))
@@ -79,7 +83,7 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
 
 def _why(hits: list[tuple[int, BlamedLine, str]], fixes: set[tuple[str, int]]) -> str:
     if any((file, b.line) in fixes for _, b, file in hits):
-        return "last changed the line where the analysis says the error starts"
+        return "last changed a line the analysis says the error starts at or its fix changes"
     if any(depth == 0 for depth, _, _ in hits):
         return "last changed the top frame's line"
     return f"last changed {len(hits)} line(s) deeper in the stack"

@@ -11,7 +11,8 @@ import pytest
 
 from nightwatch.codehosts.blame import parse_porcelain
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.models import ErrorAnalysisResult, ErrorGroup, RunReport, SuspectCommit, Window
+from nightwatch.fix import changed_lines, lines_it_changes
+from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, FileChange, RunReport, SuspectCommit, Window
 from nightwatch.render.blocks import report_blocks
 from nightwatch.render.issue import issue_body
 from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
@@ -172,3 +173,34 @@ def test_the_knowledge_document_keeps_who_introduced_it(tmp_path: Path) -> None:
                                  suspect_commits=[suspect])
     meta, _ = read_doc(write_error_doc(result, tmp_path, detected_at=FIRST_SEEN))
     assert meta["introduced_by"] == "cccccccccccc (PR #477, by Priya, landed 2026-11-18 10:00 UTC; likely, first seen 50 h after)"
+
+
+def test_the_lines_a_fix_changes_are_blamed_as_the_lines_the_analysis_would_change(repo: Path) -> None:
+    """Not the crash line: the lines the fix removes or replaces (for an insertion, the line before it), at HEAD."""
+    host = LocalRepoHost(repo)
+    fix = Analysis(title="t", reasoning="r", root_cause="c", has_fix=True, confidence="medium", file_changes=[
+        FileChange(path="app/models.py", before="    row = find(pk) or None\n", after="    row = find(pk)\n    if row is None:\n        raise NotFound(pk)\n")])
+    assert lines_it_changes(fix, host) == [("app/models.py", 2)]
+    suspects, _ = suspect_commits(host, [("app/views.py", 3)], FIRST_SEEN, fix_lines=lines_it_changes(fix, host))
+    assert "Let load return None for a missing order" in [s.subject for s in suspects]
+    by_fix = next(s for s in suspects if s.subject.startswith("Let load"))
+    assert by_fix.why == "last changed a line the analysis says the error starts at or its fix changes"
+    broken = fix.model_copy(update={"file_changes": [FileChange(path="app/models.py", before="not in the file", after="x")]})
+    assert lines_it_changes(broken, host) == []  # an invalid fix names no line
+
+
+def test_changed_lines_are_the_old_lines_replaced_or_removed_and_the_line_before_an_insertion() -> None:
+    old = "a\nb\nc\nd\n"
+    assert changed_lines(old, "a\nB\nc\nd\n") == [2]
+    assert changed_lines(old, "a\nc\nd\n") == [2]
+    assert changed_lines(old, "a\nb\nnew\nc\nd\n") == [2]
+    assert changed_lines(old, "new\na\nb\nc\nd\n") == [1]
+    assert changed_lines(old, old) == []
+
+
+def test_a_line_in_the_stack_that_the_analysis_also_names_counts_once(repo: Path) -> None:
+    host = LocalRepoHost(repo)
+    named, _ = suspect_commits(host, FRAMES, FIRST_SEEN, fix_lines=[("app/models.py", 2)])
+    alone, _ = suspect_commits(host, [FRAMES[1]], FIRST_SEEN)
+    old = next(s for s in named if s.subject.startswith("Let load"))
+    assert old.lines == ["app/models.py:2"] and old.score == alone[0].score  # the top frame's weight, not 1 + 1/2
