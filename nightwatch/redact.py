@@ -798,7 +798,8 @@ def cap(text: str, limit: int) -> tuple[str, str | None]:
 def clean(text: str | bytes | None, limit: int = 20_000) -> tuple[str, list[str]]:
     """Everything untrusted goes through here: printable, redacted, capped. Returns (text, notes).
 
-    Redaction runs on the whole text before the cap, so a cut never lands inside an unredacted secret.
+    Redaction runs before the cap, on everything the cap keeps and a margin around it, so a cut never lands inside an
+    unredacted secret.
     """
     if text is None:
         return "", []
@@ -806,10 +807,31 @@ def clean(text: str | bytes | None, limit: int = 20_000) -> tuple[str, list[str]
     out, had_binary = printable(text)
     if had_binary:
         notes.append("binary or control characters replaced")
-    out, note = cap(redact(out), limit)
+    out, note = _redacted_and_capped(out, limit)
     if note:
         notes.append(note)
     return out, notes
+
+
+REDACT_MARGIN = 65_536  # beyond the kept head and tail, redacted with them: longer than any secret or key block
+
+
+def _redacted_and_capped(text: str, limit: int) -> tuple[str, str | None]:
+    """cap(redact(text)), without redacting the middle that the cap drops (of a 5 MB trace, all but 150 KB): the
+    head and the tail are redacted with a margin of their own, so a secret that crosses a cut is seen whole and a
+    piece of one at a margin's far edge is dropped with the middle. Where the redaction shrinks a margin by half
+    (mostly secrets), the whole text is redacted instead."""
+    head_size, tail_size = limit * 3 // 4, limit // 4
+    if len(text) <= limit + 4 * REDACT_MARGIN:
+        return cap(redact(text), limit)
+    head = redact(text[: head_size + REDACT_MARGIN])
+    tail = redact(text[-(tail_size + REDACT_MARGIN):])
+    if min(len(head) - head_size, len(tail) - tail_size) < REDACT_MARGIN // 2:
+        return cap(redact(text), limit)
+    head, tail = head[:head_size], tail[-tail_size:] if tail_size else ""
+    dropped = len(text) - len(head) - len(tail)
+    note = f"truncated: kept {len(head) + len(tail):,} of {len(text):,} characters ({dropped:,} dropped from the middle)"
+    return f"{head}\n… [{note}] …\n{tail}", note
 
 
 def fence(label: str, text: str) -> str:

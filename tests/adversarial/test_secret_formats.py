@@ -94,6 +94,41 @@ def test_clean_redacts_before_a_cut_that_goes_through_the_secret(p: Planted) -> 
     assert any("truncated" in n for n in notes)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("p", FORMATS, ids=_ids(FORMATS))
+def test_a_huge_text_redacts_only_what_the_cap_keeps_and_leaks_nothing_at_either_cut(p: Planted, monkeypatch) -> None:
+    """clean() of a text far over its cap redacts the head and the tail with a margin, not the dropped middle. With
+    the margin made small (the same code at a scale a test can afford): a secret through the head's cut, one through
+    the tail's cut, and one at each margin's far edge, where only a piece of it is in the redacted margin."""
+    import nightwatch.redact as redaction
+
+    monkeypatch.setattr(redaction, "REDACT_MARGIN", 4_000)
+    limit, line = 4_000, "  frame: app/models/order.rb:7:in `total'\n"
+    head_cut, tail_cut = limit * 3 // 4, limit // 4
+    mid = p.text.index(p.secret) + len(p.secret) // 2
+
+    def filler(n: int) -> str:
+        return (line * (n // len(line) + 1))[:n] if n > 0 else ""
+    parts = [filler(head_cut - mid), p.text, "\n", filler(head_cut + 4_000 - (head_cut - mid) - len(p.text) - 1 - mid), p.text,
+             "\n", filler(40_000), p.text, "\n", filler(4_000 - len(p.text) - 1 + tail_cut - (len(p.text) - mid)), p.text,
+             "\n", filler(tail_cut - (len(p.text) - mid) - 1)]
+    text = "".join(parts)
+    assert len(text) > limit + 4 * 4_000
+    out, notes = clean(text, limit=limit)
+    assert not _leaks(p, out, p.text + line), out
+    assert any("truncated" in n for n in notes)
+    assert clean(text, limit=limit)[0] == out
+
+
+def test_a_five_megabyte_trace_is_redacted_only_where_the_cap_keeps_it() -> None:
+    secret = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+    text = f"password={secret}\n" + "app/models/category.rb:25:in `ancestors_path'\n" * 110_000 + f"token: {secret}\n"
+    out, notes = clean(text)
+    assert secret not in out and len(out) < 20_200 and "of 5,0" in notes[0]
+    whole = cap(redact(text), 20_000)[0]  # the same kept text as redacting it all (the note counts the text as sent)
+    assert out.split("\n… [")[0] == whole.split("\n… [")[0] and out.split("] …\n")[1] == whole.split("] …\n")[1]
+
+
 @pytest.mark.parametrize("lk", LOOKALIKES, ids=_ids(LOOKALIKES))
 def test_look_alikes_survive(lk) -> None:
     assert redact(lk.text) == lk.text
