@@ -175,3 +175,13 @@ def test_a_nested_class_is_the_class_new_relic_names_by_its_module_and_a_skip_is
     assert not same_class("django.contrib.auth.models:DoesNotExist", "django.core.exceptions.ObjectDoesNotExist")
     assert skipped("s                    [100%]\n1 skipped in 0.01s\n") and skipped("Ran 1 test in 0.001s\n\nOK (skipped=1)\n")
     assert not skipped("1 passed, 1 skipped in 0.01s") and not skipped("Ran 2 tests in 0.1s\n\nOK (skipped=1)\n")
+
+
+def test_a_test_suite_file_is_one_the_runners_would_find():
+    from nightwatch.verify.testenv import is_test_path
+
+    assert all(is_test_path(p) for p in ["tests/api/test_pages.py", "hc/api/tests/test_pause.py", "app/pricing_test.py",
+                                         "spec/models/order_spec.rb", "test/models/order_test.rb", "conftest.py",
+                                         "spec/support/helpers.rb", "test_app.py"])
+    assert not any(is_test_path(p) for p in ["app/models/order.rb", "hc/api/views.py", "contest.py", "app/testing.py",
+                                             "latest/x.py", "app/attest_test_data.rb"])

@@ -17,6 +17,7 @@ from nightwatch.verify.testenv import (
     TestCommand,
     TestEnvironment,
     existing_environment,
+    is_test_path,
     prepare_environment,
     setup_command,
     test_command,
@@ -50,10 +51,10 @@ class CommitTestResult:
 
 
 def changed_test_files(repo: Path, parent: str, fix: str) -> list[str]:
-    """The files under test folders (or named test_*.py / *_test.py) the fix commit added or changed."""
+    """The test suite's files (nightwatch.verify.testenv.is_test_path) the fix commit added or changed."""
     out = subprocess.run(["git", "-C", str(repo), "diff", "--name-only", "--diff-filter=AM", parent, fix],
                          capture_output=True, text=True, timeout=60, check=True).stdout
-    return [p for p in out.splitlines() if _is_test_path(p)]
+    return [p for p in out.splitlines() if is_test_path(p)]
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,3 @@ def _show(repo: Path, commit: str, path: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True, text=True,
                           timeout=60, check=True, errors="replace").stdout
 
-
-def _is_test_path(path: str) -> bool:
-    parts = path.split("/")
-    name = parts[-1]
-    return (any(p in {"tests", "test", "spec"} for p in parts[:-1]) or name.startswith("test_")
-            or name.endswith(("_test.py", "_spec.rb", "_test.rb")))

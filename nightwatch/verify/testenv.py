@@ -281,3 +281,12 @@ def _pytest_configured(root: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+def is_test_path(path: str) -> bool:
+    """A file of an application's test suite: under a tests/test/spec folder, or named as pytest, rspec and minitest
+    find tests (test_*, *_test.py, *_spec.rb, *_test.rb), or a conftest.py."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return (any(p in {"tests", "test", "spec"} for p in parts[:-1]) or name.startswith("test_") or name == "conftest.py"
+            or name.endswith(("_test.py", "_spec.rb", "_test.rb")))

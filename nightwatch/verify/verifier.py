@@ -26,6 +26,7 @@ from nightwatch.verify.testenv import (
     TestCommand,
     TestEnvironment,
     existing_environment,
+    is_test_path,
     prepare_environment,
     setup_command,
     test_command,
@@ -221,7 +222,7 @@ def fix_overlay(changes: list[FileChange], root: Path) -> dict[str, str]:
 
 def related_tests(files: list[str], touched: list[str], root: Path, exclude: str = "", limit: int = 8) -> list[str]:
     """Existing test files of the touched modules: those that import them, or that live beside a conftest that does."""
-    names = [_module(p) for p in touched if p.endswith(".py") and not _is_test(p)]
+    names = [_module(p) for p in touched if p.endswith(".py") and not is_test_path(p)]
     if not names:
         return []
     patterns = [re.compile(rf"\b{re.escape(m)}\b|from\s+{re.escape(m.rpartition('.')[0])}\s+import\s+[^\n]*\b"
@@ -229,7 +230,7 @@ def related_tests(files: list[str], touched: list[str], root: Path, exclude: str
     hits: list[str] = []
     conftest_dirs = set()
     for rel in sorted(files):
-        if not rel.endswith(".py") or not _is_test(rel) or rel == exclude:
+        if not rel.endswith(".py") or not is_test_path(rel) or rel == exclude:
             continue
         try:
             text = (root / rel).read_text(encoding="utf-8", errors="replace")
@@ -241,7 +242,7 @@ def related_tests(files: list[str], touched: list[str], root: Path, exclude: str
             else:
                 hits.append(rel)
     for rel in sorted(files):
-        if (rel.endswith(".py") and _is_test(rel) and not rel.endswith("conftest.py") and rel != exclude
+        if (rel.endswith(".py") and is_test_path(rel) and not rel.endswith("conftest.py") and rel != exclude
                 and str(PurePosixPath(rel).parent) in conftest_dirs and rel not in hits):
             hits.append(rel)
     return hits[:limit]
@@ -263,10 +264,6 @@ def _names(test: RegressionTest, failed: str) -> bool:
 def _module(path: str) -> str:
     return str(PurePosixPath(path).with_suffix("")).replace("/", ".").removesuffix(".__init__")
 
-
-def _is_test(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return any(p in {"tests", "test"} for p in parts[:-1]) or parts[-1].startswith("test_") or parts[-1] == "conftest.py"
 
 
 def ruby_environment() -> TestEnvironment:
