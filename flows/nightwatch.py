@@ -111,8 +111,10 @@ def gather(ctx: RunContext, report: RunReport) -> Gathered:
     errors = selection.selected
     traces = run_step(report, "3", "fetch_traces", lambda c: [f.result() for f in [fetch.fetch_traces.submit(c, e) for e in errors]], ctx)
     prs = run_step(report, "3.5", "recent_prs", fetch.recent_prs, ctx, critical=False) or []
+    deploys = run_step(report, "3.5", "deploys", fetch.deploys, ctx, critical=False) or []
     research = run_step(report, "3.5", "research",
-                        lambda c: [f.result() for f in [fetch.research.submit(c, e, t, knowledge, prs) for e, t in zip(errors, traces)]], ctx)
+                        lambda c: [f.result() for f in [fetch.research.submit(c, e, t, knowledge, prs, deploys)
+                                                        for e, t in zip(errors, traces)]], ctx)
     return Gathered(knowledge, selection, traces, prs, research)
 
 

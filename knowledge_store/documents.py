@@ -236,7 +236,8 @@ def _introduced_by(result: ErrorAnalysisResult) -> str | None:
     s = result.suspect_commits[0]
     parts = [f"PR #{s.pr_number}" if s.pr_number else "", f"by {clean(s.author, 80)[0]}" if s.author else "",
              f"landed {s.landed_at:%Y-%m-%d %H:%M} UTC" if s.landed_at else ""]
-    after = f", first seen {s.hours_before_first_seen:.0f} h after" if s.hours_before_first_seen is not None else ""
+    since = f" deploy {clean(s.deploy, 80)[0]}" if s.deploy else ""
+    after = f", first seen {s.hours_before_first_seen:.0f} h after{since}" if s.hours_before_first_seen is not None else ""
     return f"{s.sha[:12]} ({', '.join(p for p in parts if p)}; {s.confidence}{after})"
 
 

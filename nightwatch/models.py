@@ -270,6 +270,21 @@ class CorrelatedPR(Model):
     overlap: list[str] = Field(default_factory=list)
 
 
+class Deploy(Model):
+    """A deploy marker of New Relic's change tracking: when a version of the application reached production."""
+
+    at: datetime
+    commit: str = ""  # the commit it shipped, where the marker names one
+    version: str = ""
+    deployment_id: str = ""
+    user: str = ""
+    description: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.version or (self.commit[:12] if self.commit else "") or self.deployment_id or f"{self.at:%Y-%m-%d %H:%M} UTC"
+
+
 class SuspectCommit(Model):
     """A commit that last changed lines of the error's stack: who may have introduced it, and how sure that is."""
 
@@ -281,7 +296,9 @@ class SuspectCommit(Model):
     pr_url: str = ""
     lines: list[str] = Field(default_factory=list)  # "file:line" of the stack it last changed, top frame first
     hunk: str = ""  # what it did to those lines (capped, redacted)
-    hours_before_first_seen: float | None = None
+    hours_before_first_seen: float | None = None  # since the deploy that shipped it, where there is one, else since it landed
+    deploy: str = ""  # the deploy marker that first shipped it (its version, commit or id), when one is known
+    deployed_at: datetime | None = None
     score: float = 0.0
     confidence: Literal["likely", "possible"] = "possible"
     why: str = ""

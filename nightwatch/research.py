@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError
-from nightwatch.models import CorrelatedPR, ErrorGroup, Model, PriorAnalysis, SuspectCommit, TraceData
+from nightwatch.models import CorrelatedPR, Deploy, ErrorGroup, Model, PriorAnalysis, SuspectCommit, TraceData
 from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 from nightwatch.tokens import estimate_text
 
@@ -28,6 +28,7 @@ class ResearchContext(Model):
     prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
     suspect_commits: list[SuspectCommit] = Field(default_factory=list)
+    deploys: list[Deploy] = Field(default_factory=list)  # the night's deploy markers, as the suspects were ranked by
     notes: list[str] = Field(default_factory=list)
     regression: str = ""  # why the error is a regression of an analysis whose fix merged (nightwatch.outcomes)
     still_regressing: str = ""  # a regression an earlier night flagged: "still regressing since <date>"
@@ -113,8 +114,9 @@ def research_error(
     recent_prs: list[CorrelatedPR],
     token_cap: int = 6_000,
     max_files: int = 5,
+    deploys: list[Deploy] | None = None,
 ) -> ResearchContext:
-    ctx = ResearchContext(fingerprint=error.fingerprint, prior_analyses=prior)
+    ctx = ResearchContext(fingerprint=error.fingerprint, prior_analyses=prior, deploys=deploys or [])
     candidates = files_from_traces(traces) + files_from_transaction(error.transaction) \
         + routing_files(error.error_class, error.transaction)
     spent = 0
@@ -145,7 +147,7 @@ def _add_suspects(ctx: ResearchContext, host: CodeHost, error: ErrorGroup, trace
     if not can_blame(host):
         ctx.notes.append("suspect commits: this code host cannot blame lines")
         return
-    ctx.suspect_commits, notes = suspect_commits(host, frames, error.first_seen)
+    ctx.suspect_commits, notes = suspect_commits(host, frames, error.first_seen, deploys=ctx.deploys)
     ctx.notes.extend(f"suspect commits: {n}" for n in notes)
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from prefect import get_run_logger
+
 from knowledge_store.doctor import quarantine_skipped
 from knowledge_store.index import KnowledgeState, open_index
 from knowledge_store.metrics import MetricsStore
 from knowledge_store.outcomes import OutcomeSync, apply_changes, last_synced, outcome_changes
 from knowledge_store.search import search_prior_knowledge
 from nightwatch.ignore import noise_rules
-from nightwatch.models import CorrelatedPR, ErrorGroup, SourceStatus, TraceData
+from nightwatch.models import CorrelatedPR, Deploy, ErrorGroup, SourceStatus, TraceData, Window
 from nightwatch.outcomes import mark_regression
 from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, files_from_traces, pr_lookback, research_error
@@ -110,16 +112,29 @@ def recent_prs(ctx: RunContext) -> list[CorrelatedPR]:
     return runtime(ctx).host.recent_merged_prs(since=pr_lookback(ctx.window.end))
 
 
+@nightwatch_task(name="deploys", step="3.5", retries=2, retry_delay_seconds=5)
+def deploys(ctx: RunContext) -> list[Deploy]:
+    """The application's deploy markers (New Relic change tracking) over the PR lookback: when each suspect commit
+    reached production. None where the source has none; a query that fails leaves a warning, never a failed night."""
+    fetch = getattr(runtime(ctx).source, "fetch_deploys", None)
+    if fetch is None:
+        return []
+    found, notes = fetch(Window(start=pr_lookback(ctx.window.end), end=ctx.window.end))
+    for note in notes:
+        get_run_logger().warning(f"deploy markers: {note}")
+    return found
+
+
 @nightwatch_task(
     name="research", step="3.5",
     cache_key_fn=lambda _c, p: key("research", p["error"].fingerprint, p["ctx"].run_id, p["knowledge"].generation),
     cache_expiration=timedelta(days=2),
 )
 def research(ctx: RunContext, error: ErrorGroup, traces: TraceData, knowledge: KnowledgeState,
-             prs: list[CorrelatedPR]) -> ResearchContext:
+             prs: list[CorrelatedPR], deploys: list[Deploy] | None = None) -> ResearchContext:
     """Step 3.5: prior knowledge, likely files, previews, correlated PRs."""
     with open_index(Path(knowledge.path)) as index:
         priors = search_prior_knowledge(error, index, files=files_from_traces(traces))
-    found = research_error(error, traces, runtime(ctx).host, priors, prs)
+    found = research_error(error, traces, runtime(ctx).host, priors, prs, deploys=deploys)
     lag = timedelta(hours=settings_for(ctx).regression_lag_hours)
     return mark_regression(found, error, error.last_seen or ctx.window.end, lag, night_end=ctx.window.end)

@@ -142,3 +142,25 @@ def test_not_an_export_at_all(tmp_path: Path) -> None:
         ExportFileSource(write(tmp_path, {"data": {}}))
     with pytest.raises(SourceError, match="the top level is a list"):
         ExportFileSource(write(tmp_path, [1, 2, 3]))
+
+
+def test_an_export_holds_its_deploy_markers_as_the_query_answered_them(tmp_path: Path) -> None:
+    """`deploys`: the deploy markers query's response, read in the window and moved with the rest on a rebase."""
+    from tests.fakes.nerdgraph import nerdgraph_response
+
+    def at(hours_before: float) -> int:
+        return int((SAMPLE_EXPORTED_AT - timedelta(hours=hours_before)).timestamp() * 1000)
+
+    export = sample_export() | {"deploys": nerdgraph_response([
+        {"timestamp": at(5), "commit": "9f1c2e3d4b5a", "version": "v2.14.0"},
+        {"timestamp": at(400), "version": "v2.0.0"},
+        {"version": "no time"}])}
+    deploys, notes = ExportFileSource(write(tmp_path, export)).fetch_deploys(WINDOW)
+    assert [d.version for d in deploys] == ["v2.14.0"] and notes == ["1 deploy marker row(s) without a readable timestamp skipped"]
+    later = SAMPLE_EXPORTED_AT + timedelta(days=3)
+    moved, _ = ExportFileSource(write(tmp_path, export), rebase_to=later).fetch_deploys(Window.ending_at(later, timedelta(hours=24)))
+    assert [d.at for d in moved] == [later - timedelta(hours=5)]
+    assert ExportFileSource(write(tmp_path, sample_export())).fetch_deploys(WINDOW) == ([], [])
+    broken = sample_export() | {"deploys": {"data": {"actor": None}}}
+    none, why = ExportFileSource(write(tmp_path, broken)).fetch_deploys(WINDOW)
+    assert none == [] and why and "deploy markers query" in why[0]

@@ -194,3 +194,43 @@ def test_both_detail_queries_failing_raise(fake: FakeNerdGraph) -> None:
     fake.fail_next(Reply(500, "down"), Reply(500, "down"))
     with pytest.raises(SourceError, match="transaction errors query"):
         source.fetch_traces(error, WINDOW)
+
+
+# --- deploy markers (change tracking) --------------------------------------------------------------
+
+
+def _deploy_row(hours_before: float, **fields: object) -> dict:
+    moment = SAMPLE_EXPORTED_AT - timedelta(hours=hours_before)
+    return {"timestamp": int(moment.timestamp() * 1000), "entity.name": APP, **fields}
+
+
+def test_deploy_markers_are_read_oldest_first_within_the_window_and_their_text_is_cleaned() -> None:
+    dataset = NerdGraphDataset.from_export(sample_export())
+    dataset.deploys = [
+        _deploy_row(3, commit="9f1c2e3d4b5a", version="v2.14.0", deploymentId="d-2", user="ci-bot",
+                    description="Deploy with token=ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        _deploy_row(20, commit="1a2b3c4d5e6f", version="v2.13.1", deploymentId="d-1", user="priya"),
+        _deploy_row(500, version="v1.0.0"),  # before the window
+        {"entity.name": "another-app", "timestamp": _deploy_row(5)["timestamp"], "version": "theirs"},
+    ]
+    with FakeNerdGraph(dataset) as server:
+        deploys, notes = NerdGraphSource(make_client(server), APP).fetch_deploys(WINDOW)
+        query = server.queries[-1]
+    assert "FROM Deployment WHERE entity.name = 'storefront-production'" in query and "LIMIT 100" in query
+    assert [d.version for d in deploys] == ["v2.13.1", "v2.14.0"] and notes == []
+    assert deploys[1].commit == "9f1c2e3d4b5a" and deploys[1].user == "ci-bot" and deploys[1].label == "v2.14.0"
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in deploys[1].description
+
+
+def test_a_failing_deploy_markers_query_gives_none_with_the_reason_never_an_error(fake: FakeNerdGraph) -> None:
+    fake.fail_next(*[Reply(500, {"errors": [{"message": "internal"}]})] * 3)
+    deploys, notes = NerdGraphSource(make_client(fake, max_retries=2), APP).fetch_deploys(WINDOW)
+    assert deploys == [] and any("deploy markers query failed" in n for n in notes)
+
+
+def test_deploy_rows_without_a_readable_time_are_skipped_with_a_note() -> None:
+    from nightwatch.sources.parse import parse_deploys
+
+    deploys, notes = parse_deploys([{"version": "v1"}, {"timestamp": "yesterday"}, "not a row",
+                                    {"timestamp": 1_700_000_000_000, "commit": "abc1234"}])
+    assert [d.commit for d in deploys] == ["abc1234"] and notes == ["3 deploy marker row(s) without a readable timestamp skipped"]

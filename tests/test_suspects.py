@@ -12,9 +12,9 @@ import pytest
 from nightwatch.codehosts.blame import parse_porcelain
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fix import changed_lines, lines_it_changes
-from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, FileChange, RunReport, SuspectCommit, Window
+from nightwatch.models import Analysis, Deploy, ErrorAnalysisResult, ErrorGroup, FileChange, RunReport, SuspectCommit, Window
 from nightwatch.render.blocks import report_blocks
-from nightwatch.render.issue import issue_body
+from nightwatch.render.issue import issue_body, suspect_line
 from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 
 FIRST_SEEN = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -204,3 +204,33 @@ def test_a_line_in_the_stack_that_the_analysis_also_names_counts_once(repo: Path
     alone, _ = suspect_commits(host, [FRAMES[1]], FIRST_SEEN)
     old = next(s for s in named if s.subject.startswith("Let load"))
     assert old.lines == ["app/models.py:2"] and old.score == alone[0].score  # the top frame's weight, not 1 + 1/2
+
+
+def test_the_deploy_that_shipped_the_suspect_times_it_and_is_named(repo: Path) -> None:
+    """Change tracking's markers: the first one after the merge whose commit contains the change shipped it; one whose
+    commit does not is passed over; a change older than every marker read is timed by its landing."""
+    host = LocalRepoHost(repo)
+    merge, before = git(repo, "rev-parse", "HEAD").strip(), git(repo, "rev-parse", "HEAD^1").strip()
+    deploys = [Deploy(at=FIRST_SEEN - timedelta(hours=70), commit=before, version="v1.7.0"),
+               Deploy(at=FIRST_SEEN - timedelta(hours=30), commit=before, version="v1.8.0"),  # rebuilt without the change
+               Deploy(at=FIRST_SEEN - timedelta(hours=6), commit=merge, version="v1.9.0")]
+    suspects, _ = suspect_commits(host, FRAMES, FIRST_SEEN, deploys=deploys)
+    best, old = suspects
+    assert best.subject == "Show totals in cents" and best.deploy == "v1.9.0" and best.deployed_at == FIRST_SEEN - timedelta(hours=6)
+    assert best.hours_before_first_seen == 6.0 and best.confidence == "likely"
+    assert old.deploy == "" and old.deployed_at is None and old.hours_before_first_seen == 300 * 24
+    assert old.pr_number is None  # pushed to main before PR #477 merged: that merge did not bring it
+    assert host.contains(merge, best.sha) is True and host.contains(before, best.sha) is False
+    assert host.contains("0" * 40, best.sha) is None  # a marker's commit this history does not have
+    unknown = [Deploy(at=FIRST_SEEN - timedelta(hours=70)), Deploy(at=FIRST_SEEN - timedelta(hours=20), commit="0" * 40)]
+    by_time, _ = suspect_commits(host, FRAMES, FIRST_SEEN, deploys=unknown)
+    assert by_time[0].deploy == "0" * 12 and by_time[0].hours_before_first_seen == 20.0
+
+
+def test_the_issue_slack_and_knowledge_say_after_which_deploy_it_was_first_seen() -> None:
+    s = SuspectCommit(sha="a" * 40, author="Priya", pr_number=477, hours_before_first_seen=6.0, confidence="likely",
+                      deploy="v1.9.0 `<!channel>`", deployed_at=FIRST_SEEN)
+    line = suspect_line(s)
+    assert "first seen 6 h after deploy `v1.9.0 '<!channel>'`" in line
+    landed = suspect_line(s.model_copy(update={"deploy": "", "deployed_at": None}))
+    assert "first seen 6 h after it landed" in landed

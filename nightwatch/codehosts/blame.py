@@ -95,24 +95,34 @@ def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float
 
 
 def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -> Landing:
-    """The merge of the pull request that brought `sha` to `branch_ref` (the oldest merge on the path between them),
-    or a squash commit's own number, or the commit itself."""
+    """The merge of the pull request that brought `sha` to `branch_ref` (the oldest merge of the branch's own line
+    that descends from it, unless `sha` was on that line already), or a squash commit's own number, or the commit
+    itself."""
     try:
         own = run_git(root, "log", "-1", f"--format=%cI{FIELD}%s{FIELD}%P", sha, timeout=timeout).strip("\n").split(FIELD)
-        merges = run_git(root, "log", "--merges", "--ancestry-path", "--reverse", f"--format=%cI{FIELD}%s{RECORD}",
-                         f"{sha}..{branch_ref}", timeout=timeout)
+        merges = run_git(root, "log", "--merges", "--first-parent", "--ancestry-path", "--reverse",
+                         f"--format=%H{FIELD}%cI{FIELD}%s{RECORD}", f"{sha}..{branch_ref}", timeout=timeout)
     except CodeHostError:
         return Landing()
     if len(own) == 3 and not own[2].strip():
         return Landing(landed_at=datetime.fromisoformat(own[0]), root=True)
-    for record in merges.split(RECORD):
-        fields = record.strip("\n").split(FIELD)
-        if len(fields) == 2 and (match := MERGE.match(fields[1])):
-            return Landing(landed_at=datetime.fromisoformat(fields[0]), pr_number=int(match["number"]))
+    fields = next((r.strip("\n").split(FIELD) for r in merges.split(RECORD) if r.strip()), [])
+    if len(fields) == 3 and not _on_line_before(root, run_git, sha, fields[0], timeout) and (match := MERGE.match(fields[2])):
+        return Landing(landed_at=datetime.fromisoformat(fields[1]), pr_number=int(match["number"]))
     if len(own) == 3:
         squash = SQUASH.match(own[1])
         return Landing(landed_at=datetime.fromisoformat(own[0]), pr_number=int(squash["number"]) if squash else None)
     return Landing()
+
+
+def _on_line_before(root: Path, run_git, sha: str, merge: str, timeout: float) -> bool:
+    """Whether `sha` was on the branch's line before `merge` (an ancestor of its first parent): then the merge did
+    not bring it."""
+    try:
+        run_git(root, "merge-base", "--is-ancestor", sha, f"{merge}^1", timeout=timeout)
+    except CodeHostError:
+        return False
+    return True
 
 
 def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_lines: int = 40) -> str:

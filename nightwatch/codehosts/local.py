@@ -325,6 +325,19 @@ class LocalRepoHost:
     def pull_url(self, number: int) -> str:
         return self._pull_url(number)
 
+    def contains(self, release: str, sha: str) -> bool | None:
+        """Whether the commit `release` (a deploy marker's) includes `sha`; None when this history cannot tell (a
+        commit it does not have, a name that is not a commit)."""
+        if not re.fullmatch(r"[0-9a-fA-F]{7,64}", release or "") or not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha or ""):
+            return None
+        try:
+            run_git(self.root, "merge-base", "--is-ancestor", sha, release, timeout=self.git_timeout)
+        except GitCommandError as exc:
+            return False if exc.returncode == 1 else None
+        except CodeHostError:
+            return None
+        return True
+
     def _pr_from_commit(self, fields: list[str]) -> CorrelatedPR | None:
         if len(fields) != 6:
             return None

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nightwatch.models import ErrorGroup, TraceData, Window
+from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 
 
 class SourceError(Exception):
@@ -47,4 +47,9 @@ class ErrorSource(Protocol):
 
     def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
         """Recent occurrences and a stack trace of one error group, redacted and size-capped."""
+        ...
+
+    def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
+        """The application's deploy markers in `window` (change tracking), oldest first, with notes on what was not
+        read; none where the account has none."""
         ...

@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from nightwatch.fingerprint import normalise_transaction
-from nightwatch.models import ErrorGroup, TraceData, Window
+from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import (
     ParsedErrors,
     collect_error_groups,
+    parse_deploys,
     parse_timestamp,
     parse_traces,
     sort_newest_first,
@@ -52,6 +53,7 @@ class ExportFileSource:
         self._shift = (_aware(rebase_to) - self.exported_at) if rebase_to else timedelta(0)
         self._rows, self._warnings = unwrap_results(export["errors"], f"errors query in {self.path.name}")
         self._details: list[Any] = export.get("details") or []
+        self._deploys: Any = export.get("deploys")  # the deploy markers query's response, where the export has one
         self._parsed: ParsedErrors = collect_error_groups(
             [self._rebased(r, ("first_seen", "last_seen")) for r in self._rows], self.app_name
         )
@@ -82,6 +84,17 @@ class ExportFileSource:
             notes.append(f"{self.path.name} holds no details for {error.label}")
         data.notes[:0] = notes
         return data
+
+    def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
+        """The export's deploy markers (a response of the deploy markers query, as `errors` holds one) in `window`."""
+        if not self._deploys:
+            return [], []
+        try:
+            rows, notes = unwrap_results(self._deploys, f"deploy markers query in {self.path.name}")
+        except SourceError as exc:
+            return [], [str(exc)]
+        deploys, skipped = parse_deploys([self._rebased(r, ("timestamp",)) for r in rows])
+        return [d for d in deploys if window.start <= d.at < window.end], notes + skipped
 
     # details -----------------------------------------------------------------------------------
 

@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from nightwatch.models import ErrorGroup, TraceData, Window
+from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 from nightwatch.redact import clean
 from nightwatch.sources import nrql
 from nightwatch.sources.base import ErrorBatch, SourceError
-from nightwatch.sources.parse import collect_error_groups, parse_traces, unwrap_results
+from nightwatch.sources.parse import collect_error_groups, parse_deploys, parse_traces, unwrap_results
 
 NRQL_GRAPHQL = (
     "query($accountId: Int!, $nrql: Nrql!) "
@@ -161,6 +161,13 @@ class NerdGraphSource:
         data = parse_traces(error.fingerprint, tx_rows or [], trace_rows or [])
         data.notes[:0] = notes
         return data
+
+    def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
+        """Deploy markers of change tracking in `window`; none, with the reason, where the query fails."""
+        notes: list[str] = []
+        rows = self._rows(nrql.deploys_query(self.app_name, window), "deploy markers query", notes)
+        deploys, skipped = parse_deploys(rows or [])
+        return deploys, notes + skipped
 
     def _rows(self, query: str, what: str, notes: list[str]) -> list[dict] | None:
         try:

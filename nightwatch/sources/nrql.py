@@ -125,3 +125,11 @@ def error_traces_query(
         f"SELECT * FROM ErrorTrace WHERE {_error_filter(app_name, error, transactions)} "
         f"{_window_clause(window)} LIMIT {_limit(limit)}"
     )
+
+
+def deploys_query(app_name: str, window: Window, limit: int = 100) -> str:
+    """The application's deploy markers in `window` (change tracking's `Deployment` events: timestamp, commit,
+    version, deploymentId, user, description, as NerdGraph's ChangeTrackingDeployment names them), every attribute;
+    the entity is named as its APM application."""
+    return (f"SELECT * FROM Deployment WHERE entity.name = {nrql_literal(app_name)} "
+            f"{_window_clause(window)} LIMIT {_limit(limit)}")

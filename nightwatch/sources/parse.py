@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from nightwatch.models import ErrorGroup, StackFrame, TraceData
+from nightwatch.models import Deploy, ErrorGroup, StackFrame, TraceData
 from nightwatch.redact import REDACTED, cap, clean
 from nightwatch.sources.base import SourceError
 from nightwatch.sources.nrql import STATUS_ALIASES
@@ -395,3 +395,26 @@ def _frame_line(item: Any) -> str:
         frame = _frame_of_dict(item)
         return frame.render() if frame else json.dumps(item, default=str)
     return str(item)
+
+
+def parse_deploys(rows: list[Any]) -> tuple[list[Deploy], list[str]]:
+    """Deploy markers (the `Deployment` rows of NRQL), oldest first; a row without a time is skipped with a note. Their
+    text is the deployer's (untrusted): cleaned and capped here, made inert where it is shown."""
+    deploys: list[Deploy] = []
+    skipped = 0
+    for row in rows:
+        try:
+            at = parse_timestamp(row.get("timestamp")) if isinstance(row, dict) else None
+        except (ValueError, OverflowError, OSError):
+            at = None
+        if at is None:
+            skipped += 1
+            continue
+        text = {key: clean(str(row.get(name) or ""), limit)[0] for key, name, limit in _DEPLOY_TEXT}
+        deploys.append(Deploy(at=at, **text))
+    notes = [f"{skipped} deploy marker row(s) without a readable timestamp skipped"] if skipped else []
+    return sorted(deploys, key=lambda d: d.at), notes
+
+
+_DEPLOY_TEXT = (("commit", "commit", 80), ("version", "version", 80), ("deployment_id", "deploymentId", 80),
+                ("user", "user", 120), ("description", "description", 300))

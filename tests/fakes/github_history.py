@@ -74,10 +74,15 @@ class GitHistory:
                 "associatedPullRequests": {"nodes": self._pulls_of(sha, when, subject)}}
 
     def _pulls_of(self, sha: str, when: str, subject: str) -> list[dict[str, Any]]:
-        merges = self._git("log", "--merges", "--ancestry-path", "--reverse", "--format=%cI%x1f%s", f"{sha}..{self.branch}")
-        for line in merges.splitlines():
-            merged_at, _, title = line.partition("\x1f")
-            if m := _MERGE.match(title):
+        # the pull request whose merge brought the commit to the base branch: the oldest merge of the branch's own line
+        # that descends from it, unless the commit was on that line already (pushed, or a squash)
+        merges = self._git("log", "--merges", "--first-parent", "--ancestry-path", "--reverse", "--format=%H%x1f%cI%x1f%s",
+                           f"{sha}..{self.branch}").splitlines()
+        if merges:
+            merge, merged_at, title = merges[0].split("\x1f", 2)
+            on_line = subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor", sha, f"{merge}^1"],
+                                     capture_output=True, check=False).returncode == 0
+            if not on_line and (m := _MERGE.match(title)):
                 return [{"number": int(m[1]), "mergedAt": merged_at, "baseRefName": self.base}]
         if m := _SQUASH.search(subject):
             return [{"number": int(m[1]), "mergedAt": when, "baseRefName": self.base}]

@@ -38,6 +38,7 @@ class NerdGraphDataset:
     transaction_errors: list[dict] = field(default_factory=list)
     error_traces: list[dict] = field(default_factory=list)
     aggregate: bool = False  # facet queries computed from the TransactionError events, as NRQL does
+    deploys: list[dict] = field(default_factory=list)  # Deployment events (change tracking's deploy markers)
 
     @classmethod
     def from_events(cls, app_name: str, transaction_errors: list[dict], error_traces: list[dict]) -> NerdGraphDataset:
@@ -46,7 +47,7 @@ class NerdGraphDataset:
 
     @classmethod
     def from_export(cls, export: dict) -> NerdGraphDataset:
-        data = cls(app_name=export["app_name"], facets=list(_results(export["errors"])))
+        data = cls(app_name=export["app_name"], facets=list(_results(export["errors"])), deploys=list(_results(export.get("deploys"))))
         for detail in export.get("details", []):
             tags = {"error.class": detail["error_class"], "transactionName": detail["transaction"]}
             data.transaction_errors += [{**tags, **row} for row in _results(detail.get("transaction_errors"))]
@@ -369,7 +370,8 @@ class FakeNerdGraph:
         if query.facets:
             rows = [r for r in self.dataset.facets if self._facet_matches(r, query)]
             return sorted(rows, key=lambda r: -r.get("occurrences", 0))[: query.limit]
-        events = self.dataset.error_traces if query.event_type == "ErrorTrace" else self.dataset.transaction_errors
+        events = {"ErrorTrace": self.dataset.error_traces, "Deployment": self.dataset.deploys}.get(
+            query.event_type, self.dataset.transaction_errors)
         rows = [r for r in events if self._event_matches(r, query)]
         return sorted(rows, key=lambda r: -r.get("timestamp", 0))[: query.limit]
 
