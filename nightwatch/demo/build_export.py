@@ -2,8 +2,8 @@
 
 The export is what NightWatch would have fetched from New Relic (NerdGraph NRQL answers) for
 `storefront-production` in the 24 hours before `EXPORTED_AT`: one facet row per error class and
-transaction, and for each its sample TransactionErrors and one error trace. The groups themselves
-are in error_catalog.py. Run again after editing the demo application:
+transaction, and for each its sample TransactionErrors and one error trace; and the deploy markers of
+change tracking, one after each pull request of history.yml. The groups themselves are in error_catalog.py. Run again after editing the demo application:
 
     python nightwatch/demo/build_export.py           # rewrite the export
     python nightwatch/demo/build_export.py --check   # exit 1 if the committed export is stale
@@ -26,6 +26,7 @@ if not __package__:  # run as a script: make the nightwatch package importable
 from nightwatch.demo.error_catalog import Group, all_groups  # noqa: E402
 
 OUTPUT = Path(__file__).resolve().parent / "nerdgraph_export.json"
+HISTORY = Path(__file__).resolve().parent / "history.yml"
 FORMAT = "nightwatch.nerdgraph-export/1"
 ACCOUNT_ID = 1234567
 APP_NAME = "storefront-production"
@@ -109,6 +110,21 @@ def detail(group: Group) -> dict:
     }
 
 
+def deploys() -> dict:
+    """Change tracking's deploy markers (the deploy markers query's answer, newest first): the storefront deploys half
+    an hour after each pull request of history.yml merges, and once before the first. They name no commit: the demo
+    repository's commits are made when a night first runs, so each marker is paired with a merge by its time."""
+    import yaml
+
+    merged = sorted((float(pr["merged_hours_ago"]), int(pr["number"]))
+                    for pr in yaml.safe_load(HISTORY.read_text(encoding="utf-8"))["pull_requests"])[::-1]
+    marks = [(merged[0][0] + 12, "the storefront as it was")] + [(hours - 0.5, f"ships PR #{number}") for hours, number in merged]
+    rows = [{"timestamp": epoch_ms(EXPORTED_AT - timedelta(hours=hours)), "entity.name": APP_NAME, "version": f"v1.{i}.0",
+             "deploymentId": f"storefront-deploy-{i + 1}", "user": "deploy-bot", "description": what}
+            for i, (hours, what) in enumerate(marks)]
+    return nrql(rows[::-1])
+
+
 def build() -> dict:
     groups = all_groups()
     return {
@@ -118,6 +134,7 @@ def build() -> dict:
         "exported_at": EXPORTED_AT.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "errors": nrql([facet_row(g) for g in groups]),
         "details": [detail(g) for g in groups],
+        "deploys": deploys(),
     }
 
 
