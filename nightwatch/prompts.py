@@ -126,9 +126,10 @@ def research_section(ctx: ResearchContext, cross_error: list[str] | None = None)
         for s in ctx.suspect_commits:
             pr = f", PR #{s.pr_number}" if s.pr_number else ""
             when = f", landed {s.landed_at:%Y-%m-%d %H:%M} UTC" if s.landed_at else ""
-            when += f", deployed in {single_line(s.deploy, 80)} at {s.deployed_at:%Y-%m-%d %H:%M} UTC" if s.deploy and s.deployed_at else ""
+            when += f", deployed {s.deployed_at:%Y-%m-%d %H:%M} UTC" if s.deployed_at else ""
+            shipped = f" (deploy marker: {single_line(s.deploy, 80)})" if s.deploy else ""  # the deployer's text: fenced
             out.append(f"- {s.sha[:12]} ({s.confidence}{pr}{when}): {single_line(s.why, 200)}; lines {', '.join(s.lines[:4])}\n"
-                       + fence(f"commit {s.sha[:12]}: {single_line(s.subject, 120)}", s.hunk or "(no diff)"))
+                       + fence(f"commit {s.sha[:12]}: {single_line(s.subject, 120)}{shipped}", s.hunk or "(no diff)"))
     section = priors_section(ctx.prior_analyses)
     if section:
         out.append(section)
