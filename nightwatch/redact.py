@@ -440,21 +440,76 @@ def key_strength(key: str, env_style: bool = False) -> str | None:
     return None
 
 
+_HINT = re.compile(_KEY_HINT)
+_KEY_CHAR = re.compile(r"[\w.\-]")
+_KEY_RUN = re.compile(r"[\w.\-]*")
+
+
+def _key_starts(text: str) -> list[int]:
+    """Where a secret-named key can start: the start of each run of key characters holding a hint. Every _KEYED match
+    starts there or at most two characters (a quote, a backslash) before; matching only there instead of searching the
+    whole text is what keeps a long trace cheap."""
+    starts: list[int] = []
+    run_end = -1
+    for at, end in _hints(text):
+        if at < run_end:
+            continue  # another hint of a run already found
+        j = at
+        while j > 0 and _KEY_CHAR.match(text, j - 1):
+            j -= 1
+        run_end = _KEY_RUN.match(text, end).end()  # type: ignore[union-attr]
+        if not starts or j > starts[-1]:
+            starts.append(j)
+    return starts
+
+
+_HINT_WORDS = _KEY_HINT.removeprefix("(?i:").removesuffix(")").split("|")
+
+
+def _hints(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every hint word, in order: in ASCII text found with str.find in the lowercased text (an
+    alternation of twenty words tried at every position was most of a long text's redaction), else by the regex."""
+    if not text.isascii():
+        return [(m.start(), m.end()) for m in _HINT.finditer(text)]
+    low = text.lower()
+    found = []
+    for word in _HINT_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            found.append((at, at + len(word)))
+            at = low.find(word, at + 1)
+    return sorted(found)
+
+
+def _keyed_matches(text: str):
+    """The matches `_KEYED.search` would find from left to right, each from where the caller says the last one left off
+    (send it the position to go on from)."""
+    search_from = 0
+    for j in _key_starts(text):
+        for p in range(max(search_from, j - 3), j + 1):
+            if (m := _KEYED.match(text, p)) is not None:
+                search_from = (yield m) or m.end()
+                break
+
+
 def _redact_keyed(text: str) -> str:
     out: list[str] = []
     pos = 0
     search_from = 0
-    while True:
-        m = _KEYED.search(text, search_from)
-        if not m:
-            break
+    matches = _keyed_matches(text)
+    m = next(matches, None)
+    while m is not None:
         start, end, replacement = _keyed_value(text, m)
-        if replacement is None:
+        if replacement is not None:
+            out.append(text[pos:start])
+            out.append(replacement)
+            pos = search_from = max(end, m.end())
+        else:
             search_from = m.end()
-            continue
-        out.append(text[pos:start])
-        out.append(replacement)
-        pos = search_from = max(end, m.end())
+        try:
+            m = matches.send(search_from)
+        except StopIteration:
+            m = None
     out.append(text[pos:])
     return "".join(out)
 

@@ -166,3 +166,30 @@ def test_a_fence_label_of_untrusted_text_cannot_close_its_attribute_or_its_tag()
     opening = out.split("\n", 1)[0]
     assert opening.count('"') == 2 and opening.count("<") == 1 and opening.count(">") == 1
     assert out.count("</untrusted>") == 1
+
+
+def test_secret_named_keys_are_found_where_a_search_of_the_whole_text_finds_them() -> None:
+    """The keyed rule matches only where a hint word's run of key characters starts (a long trace is not searched at
+    every position): on hostile shapes and the corpus it finds what `_KEYED.search` from left to right finds."""
+    import random
+
+    import nightwatch.redact as redaction
+    from tests.adversarial.corpus import formats, lookalikes
+
+    def searched(text: str) -> str:
+        out, pos, search_from = [], 0, 0
+        while (m := redaction._KEYED.search(text, search_from)) is not None:
+            start, end, replacement = redaction._keyed_value(text, m)
+            if replacement is None:
+                search_from = m.end()
+                continue
+            out += [text[pos:start], replacement]
+            pos = search_from = max(end, m.end())
+        return "".join(out) + text[pos:]
+
+    pieces = ["password", "=", ":", " ", '"', "'", "`", "\\", "$", "api_key", "token", "\n", "x", "secret:", "KEY=", ".",
+              "-", "abc123", "pass", "=>", "{", "}", "[", "]", "|\n", "  ", "sig", "_", "é", "ключ", "Pass", "TOKEN", "\t"]
+    rng = random.Random(20261126)
+    texts = [p.text for p in formats()] + [lk.text for lk in lookalikes()]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(3000)]
+    assert [redaction._redact_keyed(t) for t in texts] == [searched(t) for t in texts]
