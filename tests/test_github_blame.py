@@ -76,3 +76,18 @@ def test_a_github_host_without_history_answers_fewer_suspects_with_the_reason(tm
         fake.add_file("app/models/order.rb", "class Order\nend\n")
         suspects, notes = suspect_commits(github_host(fake), [("app/models/order.rb", 1)], datetime.now(timezone.utc))
     assert suspects == [] and any("no blame for app/models/order.rb from GitHub" in n for n in notes)
+
+
+def test_github_tells_which_deploy_shipped_a_commit_as_local_git_does(tmp_path):
+    """A deploy marker's commit contains a suspect or not: GitHub's compare (ahead or identical) against
+    `git merge-base --is-ancestor`, on a real history; a commit GitHub does not have is 'cannot tell'."""
+    case = next(c for c in REAL if c.id == "healthchecks-group-test-notification")
+    repo = clone(case.folder / "history.bundle", tmp_path / "repo")
+    shas = subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "-n", "40", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.split()
+    local = LocalRepoHost(repo)
+    pairs = [(shas[0], shas[10]), (shas[10], shas[0]), (shas[5], shas[5]), (shas[39], shas[20]), ("0" * 40, shas[3])]
+    with FakeGitHub(history=repo) as fake:
+        remote = github_host(fake)
+        assert [remote.contains(release, sha) for release, sha in pairs] == [local.contains(release, sha) for release, sha in pairs]
+    assert [local.contains(release, sha) for release, sha in pairs] == [True, False, True, False, None]

@@ -314,6 +314,18 @@ class GitHubHost(GitHubRepoAdapter):
         except CodeHostError:
             return ""
 
+    def contains(self, release: str, sha: str) -> bool | None:
+        """Whether the commit `release` (a deploy marker's) includes `sha`, by GitHub's compare of the two; None when
+        GitHub cannot tell (a commit it does not have)."""
+        if not (re.fullmatch(r"[0-9a-fA-F]{7,64}", release or "") and re.fullmatch(r"[0-9a-fA-F]{7,64}", sha or "")):
+            return None
+        try:
+            with github_errors(f"comparing {sha[:12]} with {release[:12]}"):
+                status = self.repository.compare(sha, release).status
+        except CodeHostError:
+            return None
+        return {"ahead": True, "identical": True, "behind": False, "diverged": False}.get(status)
+
     def pull_url(self, number: int) -> str:
         try:
             return f"{self.repository.html_url}/pull/{number}"

@@ -226,6 +226,7 @@ class FakeGitHub:
             ("GET", r + "/git/trees/(?P<tree>.+)", self._get_tree),
             ("POST", r + "/git/refs", self._create_ref),
             ("GET", r + "/commits/{sha}", self._get_commit),
+            ("GET", r + "/compare/(?P<base>[^./]+)\\.\\.\\.(?P<head>[^./]+)", self._compare),
             ("POST", "/graphql", self._graphql),
             ("POST", "/api/graphql", self._graphql),
         ]
@@ -270,6 +271,16 @@ class FakeGitHub:
             return Reply(200, self.history.rest_commit(req.params["sha"]))
         except subprocess.CalledProcessError:
             return Reply(422, {"message": f"No commit found for SHA: {req.params['sha']}"})
+
+    def _compare(self, req: Request) -> Reply:
+        """GET /repos/{owner}/{repo}/compare/{base}...{head}: how head stands to base (the status only)."""
+        if self.history is None:
+            return Reply(404, {"message": "Not Found"})
+        status = self.history.compare(req.params["base"], req.params["head"])
+        if status is None:
+            return Reply(404, {"message": "Not Found"})
+        return Reply(200, {"status": status, "url": self._api(req.path), "ahead_by": 0, "behind_by": 0, "total_commits": 0,
+                           "commits": [], "files": []})
 
     def _get_repo(self, req: Request) -> Reply:
         return Reply(200, self.repo_json())

@@ -88,6 +88,20 @@ class GitHistory:
             return [{"number": int(m[1]), "mergedAt": when, "baseRefName": self.base}]
         return []
 
+    def compare(self, base: str, head: str) -> str | None:
+        """GitHub's compare status of `head` against `base`: identical, ahead, behind or diverged; None for an unknown
+        commit."""
+        def ancestor(a: str, b: str) -> int:
+            return subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor", a, b],
+                                  capture_output=True, check=False).returncode
+        known = [subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                                capture_output=True, text=True, check=False) for ref in (base, head)]
+        if any(k.returncode != 0 for k in known):
+            return None
+        if known[0].stdout == known[1].stdout:
+            return "identical"
+        return "ahead" if ancestor(base, head) == 0 else "behind" if ancestor(head, base) == 0 else "diverged"
+
     def rest_commit(self, sha: str) -> dict[str, Any]:
         """GET /repos/{owner}/{repo}/commits/{sha}: the commit with each file's status and patch."""
         full = self._git("rev-parse", sha).strip()
