@@ -121,7 +121,7 @@ def shipped_by(host: object, sha: str, landed: datetime | None, first_seen: date
         return None
     contains = getattr(host, "contains", None)
     for deploy in deploys:
-        if landed and deploy.at < landed - LANDED_AFTER_GRACE:
+        if deploy.at < landed - LANDED_AFTER_GRACE:
             continue
         if first_seen and deploy.at > first_seen + LANDED_AFTER_GRACE:
             return None

@@ -89,6 +89,15 @@ class CodeHost(Protocol):
         ...
 
 
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{7,64}")
+
+
+def are_commit_ids(*names: str) -> bool:
+    """Every name is a commit id (7 to 64 hex digits): untrusted text, such as a deploy marker's commit, reaches git's
+    arguments or an API's URL as nothing else."""
+    return all(_COMMIT_ID.fullmatch(name or "") for name in names)
+
+
 def safe_relative_path(path: str, allow_root: bool = False) -> str:
     """Normalise a repository path or refuse it: no NUL, no absolute path, no `..`, nothing in .git."""
     if not isinstance(path, str):

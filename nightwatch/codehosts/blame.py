@@ -107,7 +107,9 @@ def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -
     if len(own) == 3 and not own[2].strip():
         return Landing(landed_at=datetime.fromisoformat(own[0]), root=True)
     fields = next((r.strip("\n").split(FIELD) for r in merges.split(RECORD) if r.strip()), [])
-    if len(fields) == 3 and not _on_line_before(root, run_git, sha, fields[0], timeout) and (match := MERGE.match(fields[2])):
+    # a merge brought `sha` unless it was on the branch's line already (an ancestor of the merge's first parent)
+    brought = len(fields) == 3 and is_ancestor(root, run_git, sha, f"{fields[0]}^1", timeout) is not True
+    if brought and (match := MERGE.match(fields[2])):
         return Landing(landed_at=datetime.fromisoformat(fields[1]), pr_number=int(match["number"]))
     if len(own) == 3:
         squash = SQUASH.match(own[1])
@@ -115,13 +117,13 @@ def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -
     return Landing()
 
 
-def _on_line_before(root: Path, run_git, sha: str, merge: str, timeout: float) -> bool:
-    """Whether `sha` was on the branch's line before `merge` (an ancestor of its first parent): then the merge did
-    not bring it."""
+def is_ancestor(root: Path, run_git, ancestor: str, descendant: str, timeout: float) -> bool | None:
+    """Whether `descendant` includes `ancestor` (`git merge-base --is-ancestor`); None when git cannot tell (a commit
+    this history does not have)."""
     try:
-        run_git(root, "merge-base", "--is-ancestor", sha, f"{merge}^1", timeout=timeout)
-    except CodeHostError:
-        return False
+        run_git(root, "merge-base", "--is-ancestor", ancestor, descendant, timeout=timeout)
+    except CodeHostError as exc:
+        return False if getattr(exc, "returncode", None) == 1 else None
     return True
 
 

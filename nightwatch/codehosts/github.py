@@ -34,6 +34,7 @@ from nightwatch.codehosts.base import (
     SEARCH_MAX_FILE_BYTES,
     CodeHostError,
     SearchHit,
+    are_commit_ids,
     decode_text,
     digest_bytes,
     glob_matches,
@@ -317,7 +318,7 @@ class GitHubHost(GitHubRepoAdapter):
     def contains(self, release: str, sha: str) -> bool | None:
         """Whether the commit `release` (a deploy marker's) includes `sha`, by GitHub's compare of the two; None when
         GitHub cannot tell (a commit it does not have)."""
-        if not (re.fullmatch(r"[0-9a-fA-F]{7,64}", release or "") and re.fullmatch(r"[0-9a-fA-F]{7,64}", sha or "")):
+        if not are_commit_ids(release, sha):
             return None
         try:
             with github_errors(f"comparing {sha[:12]} with {release[:12]}"):

@@ -23,6 +23,7 @@ from nightwatch.codehosts.base import (
     SEARCH_MAX_FILE_BYTES,
     CodeHostError,
     SearchHit,
+    are_commit_ids,
     decode_text,
     digest_bytes,
     glob_matches,
@@ -39,7 +40,7 @@ from nightwatch.codehosts.blame import FIELD as _FIELD
 from nightwatch.codehosts.blame import MERGE as _MERGE
 from nightwatch.codehosts.blame import RECORD as _RECORD
 from nightwatch.codehosts.blame import SQUASH as _SQUASH
-from nightwatch.codehosts.blame import Blame, Landing, blame_lines, hunk_of, landing_of
+from nightwatch.codehosts.blame import Blame, Landing, blame_lines, hunk_of, is_ancestor, landing_of
 from nightwatch.models import CorrelatedPR
 
 READ_HARD_LIMIT_BYTES = 20_000_000  # beyond this a file is not opened at all
@@ -328,15 +329,7 @@ class LocalRepoHost:
     def contains(self, release: str, sha: str) -> bool | None:
         """Whether the commit `release` (a deploy marker's) includes `sha`; None when this history cannot tell (a
         commit it does not have, a name that is not a commit)."""
-        if not re.fullmatch(r"[0-9a-fA-F]{7,64}", release or "") or not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha or ""):
-            return None
-        try:
-            run_git(self.root, "merge-base", "--is-ancestor", sha, release, timeout=self.git_timeout)
-        except GitCommandError as exc:
-            return False if exc.returncode == 1 else None
-        except CodeHostError:
-            return None
-        return True
+        return is_ancestor(self.root, run_git, sha, release, self.git_timeout) if are_commit_ids(release, sha) else None
 
     def _pr_from_commit(self, fields: list[str]) -> CorrelatedPR | None:
         if len(fields) != 6:

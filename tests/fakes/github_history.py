@@ -80,9 +80,7 @@ class GitHistory:
                            f"{sha}..{self.branch}").splitlines()
         if merges:
             merge, merged_at, title = merges[0].split("\x1f", 2)
-            on_line = subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor", sha, f"{merge}^1"],
-                                     capture_output=True, check=False).returncode == 0
-            if not on_line and (m := _MERGE.match(title)):
+            if not self._ancestor(sha, f"{merge}^1") and (m := _MERGE.match(title)):
                 return [{"number": int(m[1]), "mergedAt": merged_at, "baseRefName": self.base}]
         if m := _SQUASH.search(subject):
             return [{"number": int(m[1]), "mergedAt": when, "baseRefName": self.base}]
@@ -91,16 +89,17 @@ class GitHistory:
     def compare(self, base: str, head: str) -> str | None:
         """GitHub's compare status of `head` against `base`: identical, ahead, behind or diverged; None for an unknown
         commit."""
-        def ancestor(a: str, b: str) -> int:
-            return subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor", a, b],
-                                  capture_output=True, check=False).returncode
         known = [subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
                                 capture_output=True, text=True, check=False) for ref in (base, head)]
         if any(k.returncode != 0 for k in known):
             return None
         if known[0].stdout == known[1].stdout:
             return "identical"
-        return "ahead" if ancestor(base, head) == 0 else "behind" if ancestor(head, base) == 0 else "diverged"
+        return "ahead" if self._ancestor(base, head) else "behind" if self._ancestor(head, base) else "diverged"
+
+    def _ancestor(self, ancestor: str, descendant: str) -> bool:
+        return subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor", ancestor, descendant],
+                              capture_output=True, check=False).returncode == 0
 
     def rest_commit(self, sha: str) -> dict[str, Any]:
         """GET /repos/{owner}/{repo}/commits/{sha}: the commit with each file's status and patch."""
