@@ -83,6 +83,16 @@ def confidence_gate(analysis: Analysis, minimum: str) -> str | None:
 
 def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     """Apply the analysis' edits to the host's current files in memory; refuse anything unsafe or ambiguous."""
+    originals, changed = _edited(analysis, host)
+    return ValidatedFix(
+        changes=changed,
+        diff="".join(unified_diff(p, originals[p], changed[p]) for p in sorted(changed)),
+        base_digests={p: digest_bytes(originals[p].encode()) if originals[p] is not None else None for p in changed},
+    )
+
+
+def _edited(analysis: Analysis, host: CodeHost) -> tuple[dict[str, str | None], dict[str, str]]:
+    """(each edited file as it is now, None where it is new; the files the edits change, as they leave them)."""
     if not analysis.has_fix or not analysis.file_changes:
         raise FixRejected("the analysis proposes no fix (has_fix is false or there are no file changes)")
     if len(analysis.file_changes) > MAX_FILES_PER_FIX:
@@ -98,25 +108,21 @@ def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     changed = {p: text for p, text in updated.items() if text != originals[p]}
     if not changed:
         raise FixRejected("the fix changes nothing: every `after` equals its `before`")
-    return ValidatedFix(
-        changes=changed,
-        diff="".join(unified_diff(p, originals[p], changed[p]) for p in sorted(changed)),
-        base_digests={p: digest_bytes(originals[p].encode()) if originals[p] is not None else None for p in changed},
-    )
+    return originals, changed
 
 
 def lines_it_changes(analysis: Analysis, host: CodeHost, limit: int = 40) -> list[tuple[str, int]]:
     """(file, line) of the current files that the analysis' fix removes or changes (for a pure insertion, the line it
     goes after), as a blame of the lines a fix touches asks for them; none where the fix is not a valid one."""
     try:
-        fix = validate_fix(analysis, host)
+        originals, changed = _edited(analysis, host)
     except (FixRejected, CodeHostError):
         return []
     out: list[tuple[str, int]] = []
-    for path in sorted(fix.changes):
-        old = _current_text(host, path)
+    for path in sorted(changed):
+        old = originals[path]
         if old is not None:
-            out.extend((path, n) for n in changed_lines(old, fix.changes[path]))
+            out.extend((path, n) for n in changed_lines(old, changed[path]))
     return out[:limit]
 
 
