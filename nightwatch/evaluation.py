@@ -453,19 +453,12 @@ class FixCommitEntry(Model):
     note: str = ""  # why its check does not hold, where it does not
 
 
-class FixTestItem(Model):
+class FixTestItem(FixCommitEntry):
     """One real fix commit `--fix-tests` checks: an eval case's (`kind` eval) or a yml's harness-only one (harness)."""
 
-    id: str
     app: str
     repository: str
     kind: str  # eval | harness
-    parent: str
-    fix: str
-    test: str
-    error_class: str
-    crash_file: str | None = None
-    note: str = ""
 
 
 class AppTrees(Model):
@@ -531,8 +524,7 @@ def fix_test_items(cases: list[EvalCase], trees_dir: Path) -> list[FixTestItem]:
                                  note=load_app_trees(trees_dir, app).cases.get(case.id, "")))
     for path in sorted(Path(trees_dir).glob("*.yml")):
         trees = load_app_trees(trees_dir, path.stem)
-        items += [FixTestItem(id=f.id, app=path.stem, repository=trees.repository, kind="harness", parent=f.parent,
-                              fix=f.fix, test=f.test, error_class=f.error_class, crash_file=f.crash_file, note=f.note)
+        items += [FixTestItem(**f.model_dump(), app=path.stem, repository=trees.repository, kind="harness")
                   for f in trees.fix_commits]
     ids = [i.id for i in items]
     if twice := sorted({i for i in ids if ids.count(i) > 1}):
