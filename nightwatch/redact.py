@@ -857,10 +857,12 @@ def cap(text: str, limit: int) -> tuple[str, str | None]:
     """
     if len(text) <= limit:
         return text, None
-    head = text[: limit * 3 // 4]
-    tail = text[-(limit // 4) :]
-    dropped = len(text) - len(head) - len(tail)
-    note = f"truncated: kept {len(head) + len(tail):,} of {len(text):,} characters ({dropped:,} dropped from the middle)"
+    return _joined(text[: limit * 3 // 4], text[-(limit // 4) :], len(text))
+
+
+def _joined(head: str, tail: str, total: int) -> tuple[str, str]:
+    """The kept head and tail of a text of `total` characters, with the note that says what was dropped."""
+    note = f"truncated: kept {len(head) + len(tail):,} of {total:,} characters ({total - len(head) - len(tail):,} dropped from the middle)"
     return f"{head}\n… [{note}] …\n{tail}", note
 
 
@@ -897,10 +899,7 @@ def _redacted_and_capped(text: str, limit: int) -> tuple[str, str | None]:
     tail = redact(text[-(tail_size + REDACT_MARGIN):])
     if min(len(head) - head_size, len(tail) - tail_size) < REDACT_MARGIN // 2:
         return cap(redact(text), limit)
-    head, tail = head[:head_size], tail[-tail_size:] if tail_size else ""
-    dropped = len(text) - len(head) - len(tail)
-    note = f"truncated: kept {len(head) + len(tail):,} of {len(text):,} characters ({dropped:,} dropped from the middle)"
-    return f"{head}\n… [{note}] …\n{tail}", note
+    return _joined(head[:head_size], tail[-tail_size:] if tail_size else "", len(text))
 
 
 def fence(label: str, text: str) -> str:
