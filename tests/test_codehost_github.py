@@ -129,7 +129,7 @@ def test_malformed_replies_and_timeouts_become_clear_errors(fake: FakeGitHub) ->
     for _ in range(2):
         with pytest.raises(GitHubError, match="GitHub sent a malformed reply while reading README.md"):
             host.read_file("README.md")
-    fake.fail_next("GET", path, Reply(200, {"message": "late"}, delay_s=1.5))
+    fake.fail_next("GET", path, Reply(200, {"message": "late"}, delay_s=6))
     with pytest.raises(GitHubError, match="GitHub did not answer in time while reading README.md"):
         host.read_file("README.md")
 

@@ -95,13 +95,14 @@ def test_a_garbled_answer_with_no_retry_left_fails_the_call_and_keeps_the_row(tm
 
 def test_a_stall_past_the_client_timeout_is_an_unconfirmed_row(tmp_path):
     with FakeAnthropic() as fake:
-        fake.fail_next("POST", "/v1/messages", slow(1.5))
-        outcome = _investigate(tmp_path, fake, retries=0, timeout_s=0.3)
+        # a 2 s timeout so that a loaded machine still sends the request before it runs out; the stall outlasts it 5x
+        fake.fail_next("POST", "/v1/messages", slow(10))
+        outcome = _investigate(tmp_path, fake, retries=0, timeout_s=2.0)
         bodies = fake.message_bodies()
     assert outcome.interrupted and outcome.failure.startswith("model call failed at iteration 1: APITimeoutError")
     assert len(outcome.calls) == 1 and len(bodies) == 1
     _assert_unconfirmed(outcome.calls[0], bodies[0])
-    assert outcome.calls[0].latency_ms >= 300 and outcome.calls[0].phase == "investigate"
+    assert outcome.calls[0].latency_ms >= 2000 and outcome.calls[0].phase == "investigate"
 
 
 def test_a_stall_the_sdk_retries_is_metered_too(tmp_path):
@@ -165,9 +166,9 @@ def test_triage_records_the_lost_call_before_the_error_goes_up():
     params = triage_params(ERROR, _traces(ERROR), [], "claude-haiku-4-5")
     rows: list = []
     with FakeAnthropic() as fake:
-        fake.fail_next("POST", "/v1/messages", slow(1.5))
+        fake.fail_next("POST", "/v1/messages", slow(10))  # as above: the request is sure to arrive, the answer never
         with pytest.raises(anthropic.APITimeoutError):
-            triage_direct(_client(fake, retries=0, timeout_s=0.3), params, "r1", ERROR.fingerprint, rows)
+            triage_direct(_client(fake, retries=0, timeout_s=2.0), params, "r1", ERROR.fingerprint, rows)
     assert [r.status for r in rows] == ["unconfirmed"]
     _assert_unconfirmed(rows[0], params, model="claude-haiku-4-5")
 
