@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+from nightwatch.agent.break_even import least_clearing
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.loop import run_agent
 from nightwatch.agent.policy import ContextPolicy
@@ -79,3 +80,35 @@ def test_the_watcher_keeps_every_request_under_the_budget_minus_the_reserve(tmp_
     counter = EstimatingCounter()
     sizes = [counter.count(system=p["system"], messages=p["messages"], tools=p["tools"]) for p in prompts]
     assert max(sizes) <= policy.watcher_limit
+
+
+def _count(messages: list[dict]) -> int:
+    return EstimatingCounter().count(system="system", messages=messages, tools=[])
+
+
+def test_an_act_compacts_at_least_its_break_even_not_just_the_overflow():
+    just_fits, pays = _history(), _history()
+    limit = _count(just_fits) - 50  # 50 tokens over
+    _, fits_count = _watcher(limit).keep_headroom(just_fits, "system", [], now=5)
+    actions, count = _watcher(limit).keep_headroom(pays, "system", [], now=5, to_come=10)
+    before = _count(_history())
+    assert before - fits_count < least_clearing(before, 10)  # the overflow alone is less than what pays
+    assert before - _count(pays) >= 0.99 * least_clearing(before, 10) and abs(count - _count(pays)) <= actions and actions > 1
+    assert _watcher(limit).keep_headroom(pays, "system", [], now=6, to_come=10)[0] == 0  # the next call: room to grow
+
+
+def test_a_growing_investigation_rewrites_its_cache_less_often_with_the_break_even(tmp_path):
+    def acting_calls(when_it_pays: bool) -> tuple[int, int]:
+        runner, first, script = _setup(tmp_path / str(when_it_pays), 6)
+        policy = ContextPolicy(context_editing=False, compaction=False, context_budget=24_000, reserve_ratio=0.15,
+                               when_it_pays=when_it_pays)
+        with FakeAnthropic() as fake:
+            fake.script(*script)
+            outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner,
+                                _config(policy=policy, token_budget=500_000), first)
+        assert outcome.failure is None
+        return sum(1 for c in outcome.calls if c.watcher_actions), len(outcome.calls)
+
+    (at_threshold, calls), (with_break_even, same_calls) = acting_calls(False), acting_calls(True)
+    assert calls == same_calls and at_threshold > 1
+    assert 0 < with_break_even < at_threshold

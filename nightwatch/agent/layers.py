@@ -40,8 +40,8 @@ class ContextLayers:
         self.run_budget = run_budget if run_budget is not None else RunBudget(float("inf"))
         self.checkpoints = checkpoints if self.policy.checkpoints else None
         self.server_compaction = self.policy.compaction and compaction.server_side(config.model)
-        self.watcher = Watcher(self.policy.watcher_limit, self.counter, config.focus, runner.events, runner.fingerprint) \
-            if self.policy.watcher else None
+        self.watcher = Watcher(self.policy.watcher_limit, self.counter, config.focus, runner.events, runner.fingerprint,
+                               self.policy.cache_ttl) if self.policy.watcher else None
         self.spent = 0.0  # this error's budget, in input-equivalent tokens
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
@@ -105,7 +105,8 @@ class ContextLayers:
         uses = editing.tool_uses(state.messages)
         cleared = editing.cleared_ids(uses, editing.held(uses, state.cleared_through), self.policy)
         if self.watcher:
-            actions, count = self.watcher.keep_headroom(state.messages, system, tools, iteration, cleared)
+            to_come = self._to_come(iteration) if self.policy.when_it_pays else None
+            actions, count = self.watcher.keep_headroom(state.messages, system, tools, iteration, cleared, to_come)
             if actions:
                 state.decide(iteration, f"watcher compacted {actions} section(s) to keep {self.policy.reserve_ratio:.0%} headroom")
             return actions, count

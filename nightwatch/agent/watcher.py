@@ -12,6 +12,12 @@ reserve, sections of the history are compacted, lowest score first, until it fit
 
 A compacted section keeps its place (a tool_result stays paired with its tool_use) and says how to
 get it back: its full text is in the run's event log, where `recall_context` finds it.
+
+Compacting changes the prompt at the first compacted block, so the request writes everything after it
+into the cache again. Once the watcher must act it compacts at least the break-even of that rewrite
+(`least_clearing`, agent/break_even.py) rather than just enough to fit: compacting only the overflow
+left the next call over the limit again, and a rewrite of the cache every call cost more than the
+compaction saved. Acting is never skipped for cost: the headroom is a guard.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from nightwatch.agent.break_even import least_clearing
 from nightwatch.agent.editing import cleared_view
 from nightwatch.agent.recall import EventLog, terms
 from nightwatch.tokens import TokenCounter, _text_of, estimate_text
@@ -51,25 +58,31 @@ class Section:
 
 
 class Watcher:
-    def __init__(self, limit: int, counter: TokenCounter, focus: str, events: EventLog, fingerprint: str) -> None:
+    def __init__(self, limit: int, counter: TokenCounter, focus: str, events: EventLog, fingerprint: str,
+                 cache_ttl: str = "5m") -> None:
         self.limit = limit
+        self.cache_ttl = cache_ttl
         self.counter = counter
         self.focus = set(terms(focus))
         self.events = events
         self.fingerprint = fingerprint
 
     def keep_headroom(self, messages: list[dict], system: Any, tools: list[dict], now: int,
-                      cleared: frozenset[str] = frozenset()) -> tuple[int, int]:
-        """Compact until the request fits; (sections compacted, tokens the request now counts). The results of the
-        `cleared` tool uses are counted as the server shows them (cleared), and left alone."""
+                      cleared: frozenset[str] = frozenset(), to_come: int | None = None) -> tuple[int, int]:
+        """Compact until the request fits; (sections compacted, tokens the request now counts). With `to_come` (the
+        requests expected after this one), an act compacts at least what pays back its cache rewrite over them. The
+        results of the `cleared` tool uses are counted as the server shows them (cleared), and left alone."""
         count = self.counter.count(system=system, messages=cleared_view(messages, cleared), tools=tools)
-        actions = 0
+        if count <= self.limit:
+            return 0, count
+        goal = max(count - self.limit, least_clearing(count, to_come, self.cache_ttl) if to_come is not None else 0)
+        actions = compacted = 0
         for section in sorted(self.sections(messages, cleared), key=lambda s: s.score(now)):
-            if count <= self.limit or section.priority == "critical":
+            if compacted >= goal or section.priority == "critical":
                 break
-            count -= self._compact(messages, section, now)
+            compacted += self._compact(messages, section, now)
             actions += 1
-        return actions, count
+        return actions, count - compacted
 
     def sections(self, messages: list[dict], cleared: frozenset[str] = frozenset()) -> list[Section]:
         """Every block worth compacting, scored; the first message and the newest turn are Critical; the results the
