@@ -6,6 +6,9 @@ be cached say so with `cache_policy=NONE`.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -49,7 +52,23 @@ def short_transaction(transaction: str) -> str:
 
 
 def key(*parts: object) -> str:
-    return ":".join(str(p) for p in parts)
+    """A cached step's key: its parts, then the version of the results' shapes (`results_version`)."""
+    return ":".join(str(p) for p in (*parts, results_version()))
+
+
+@functools.cache
+def results_version() -> str:
+    """`r` and a digest of the shapes of the results a night caches (their JSON schemas). Prefect pickles a cached
+    result; one pickled by another version of NightWatch (a field added or renamed since) reads back as an object
+    without the new field, and the step that uses it fails. With the shapes in the key, a night rerun after an upgrade
+    recomputes its cached steps instead."""
+    from nightwatch.models import ErrorAnalysisResult, TraceData
+    from nightwatch.research import ResearchContext
+    from nightwatch.selection import Selection
+    from nightwatch.triage.verdict import TriageOutcome
+
+    shapes = [m.model_json_schema() for m in (Selection, TraceData, ResearchContext, TriageOutcome, ErrorAnalysisResult)]
+    return "r" + hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def raised(state: Any) -> BaseException | None:

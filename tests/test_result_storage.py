@@ -106,3 +106,39 @@ def test_a_worker_that_does_not_share_the_storage_spends_again_and_the_report_sa
     assert not [w for w in first.warnings if w.startswith("spent again:")]
     home = Settings().resolved_home()  # the rows count every call once, the second spend included
     assert rows(home, "select model_calls, attempts from runs") == [(first.totals.model_calls * 2, 2)]
+
+
+def test_a_cached_steps_key_carries_the_shape_of_the_results_it_stores(monkeypatch):
+    from nightwatch.models import ErrorAnalysisResult
+    from tasks import _prefect
+
+    version = _prefect.results_version()
+    assert _prefect.key("investigate", "f1", "run-1") == f"investigate:f1:run-1:{version}"
+    schema = ErrorAnalysisResult.model_json_schema()
+    monkeypatch.setattr(ErrorAnalysisResult, "model_json_schema",
+                        classmethod(lambda cls, *a, **k: {**schema, "properties": {**schema["properties"], "new_field": {}}}))
+    _prefect.results_version.cache_clear()
+    try:
+        assert _prefect.results_version() != version  # a field added: another version of the results
+    finally:
+        monkeypatch.undo()
+        _prefect.results_version.cache_clear()
+    assert _prefect.results_version() == version
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_night_rerun_after_an_upgrade_recomputes_what_the_old_version_cached(tmp_path, monkeypatch):
+    """Results pickled by another version of NightWatch read back without the fields added since, and the step that
+    used them failed (`'SuspectCommit' object has no attribute 'deploy'` in notify): they are not read back."""
+    from flows.nightwatch import run_night
+    from tasks import _prefect
+
+    monkeypatch.setattr(_prefect, "results_version", lambda: "r-older-version")
+    first = run_night(until=UNTIL, max_errors=3)
+    monkeypatch.undo()
+    second = run_night(until=UNTIL, max_errors=3)
+    assert first.succeeded and second.succeeded and first.run_id == second.run_id
+    assert "cache" not in {r.source for r in second.results} and second.totals.model_calls == first.totals.model_calls > 0
+    third = run_night(until=UNTIL, max_errors=3)  # the same version again: everything from the cache
+    assert [r.source for r in third.results] == ["cache"] * len(first.results) and third.totals.model_calls == 0
