@@ -363,8 +363,11 @@ def failed(case: EvalCase, why: str) -> CaseScore:
 
 
 def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Path | None = None) -> CaseScore:
-    """One case as one night in its own home and checkout."""
+    """One case as one night in its own home and checkout, both new: an earlier eval's knowledge, cached results or
+    metrics in the same workdir would answer for the code being measured."""
     home = workdir / case.id
+    if home.exists():
+        shutil.rmtree(home)
     repo = prepare_repository(case, home / "repo", checkout)
     started = time.monotonic()
     try:

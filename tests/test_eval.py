@@ -24,6 +24,7 @@ from nightwatch.evaluation import (
     load_cases,
     prepare_repository,
     regressions,
+    run_case,
     summary,
 )
 from nightwatch.models import Window
@@ -159,3 +160,19 @@ def test_the_eval_refuses_to_start_while_a_live_service_is_configured(tmp_path: 
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
         "nightwatch: nightwatch eval runs offline except for the model; unset the github settings first")
+
+
+def test_each_case_starts_from_a_new_home_whatever_an_earlier_eval_left_in_the_workdir(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.source.demo)
+    stale = tmp_path / case.id / "results" / "investigate:an-earlier-eval"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("an analysis of older code")
+    (tmp_path / case.id / "knowledge").mkdir()
+    seen: list[list[str]] = []
+
+    def night(_case: EvalCase, repo: Path, home: Path):
+        seen.append(sorted(p.name for p in home.iterdir()))
+        raise RuntimeError("stop here")
+
+    scored = run_case(case, tmp_path, night)
+    assert seen == [["repo"]] and "stop here" in scored.failure
