@@ -4,6 +4,9 @@ Every in-app frame's line is blamed at the commit the night reads (top frame fir
 old it is (a bug can sleep until the input that wakes it arrives) and scores by
 
 - the frames whose line it last changed, the top frame weighing most (1, 1/2, 1/3, ...);
+- the statements above the top frame's line, in its function, that built the values that line uses (its backward
+  slice, nightwatch.value_lines): an error on a value is often written where the value was made; half the top
+  frame's weight, once per commit;
 - how close it reached production before the error was first seen: the deploy marker that first shipped it, where New
   Relic's change tracking has one (its commit contains the suspect), else when it landed; the same day counts up to
   twice, two weeks before hardly more than once; a commit that landed after the error was first seen cannot have
@@ -19,17 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
 from nightwatch.models import Deploy, SuspectCommit, TraceData
 from nightwatch.redact import redact
+from nightwatch.value_lines import value_lines
 
 LIKELY_WITHIN = timedelta(hours=72)
 LANDED_AFTER_GRACE = timedelta(minutes=5)  # clocks of a deploy and of New Relic differ a little
 MAX_FRAMES = 8
 MAX_SUSPECTS = 3
 MAX_FIX_LINES = 40
+BUILDER_WEIGHT = 0.5
 
 
 class BlameHost(Protocol):
@@ -56,14 +61,13 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
     changes), which weigh as the top frame."""
     stack = _distinct(frames)[:MAX_FRAMES]
     fixes = _distinct(fix_lines)[:MAX_FIX_LINES]
-    blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes)))
-    by_sha: dict[str, list[tuple[int, BlamedLine, str]]] = {}
-    # a line both in the stack and among the fix's lines counts once, as a fix line (the top frame's weight)
-    weighed = [*((0, f) for f in fixes), *((d, f) for d, f in enumerate(stack) if f not in fixes)]
-    for depth, (file, line) in weighed:
-        hit = blamed.get((file, line))
-        if hit is not None:
-            by_sha.setdefault(hit.sha, []).append((depth, hit, file))
+    builders = _builders(host, stack[0]) if stack else []
+    blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes + builders)))
+    by_sha: dict[str, list[Hit]] = {}
+    for hit in _weighed(stack, fixes, builders):
+        line = blamed.get((hit.file, hit.line))
+        if line is not None:
+            by_sha.setdefault(line.sha, []).append(hit._replace(blamed=line))
     suspects: list[SuspectCommit] = []
     late = imported = 0
     for sha, hits in by_sha.items():
@@ -71,12 +75,12 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
         if landing.root:
             imported += 1
             continue
-        landed = landing.landed_at or hits[0][1].committed_at
+        landed = landing.landed_at or hits[0].blamed.committed_at
         if first_seen and landed and landed > first_seen + LANDED_AFTER_GRACE:
             late += 1
             continue
         shipped = shipped_by(host, sha, landed, first_seen, deploys)
-        suspects.append(_suspect(host, sha, hits, landing, (landed, shipped), first_seen, set(fixes)))
+        suspects.append(_suspect(host, sha, hits, landing, (landed, shipped), first_seen))
     if imported:
         notes.append("lines unchanged since the repository's first commit (an import, not a change) name no suspect")
     if late:
@@ -85,12 +89,56 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
     return suspects[:limit], notes
 
 
-def _why(hits: list[tuple[int, BlamedLine, str]], fixes: set[tuple[str, int]]) -> str:
-    if any((file, b.line) in fixes for _, b, file in hits):
+class Hit(NamedTuple):
+    """One blamed line and why it counts: a line the analysis' fix changes (`fix`), a frame of the stack at `depth`
+    (`frame`), or a statement that built a value the top frame's line uses (`builder`)."""
+
+    kind: str
+    depth: int
+    file: str
+    line: int
+    blamed: BlamedLine | None = None
+
+
+def _weighed(stack: list[tuple[str, int]], fixes: list[tuple[str, int]], builders: list[tuple[str, int]]) -> list[Hit]:
+    """Every line to blame, once, under its strongest reason: a stack line the analysis also names counts as a fix
+    line (the top frame's weight), a builder that is also in the stack as a frame."""
+    taken = set(fixes)
+    hits = [Hit("fix", 0, f, n) for f, n in fixes]
+    hits += [Hit("frame", d, f, n) for d, (f, n) in enumerate(stack) if (f, n) not in taken]
+    taken |= set(stack)
+    return hits + [Hit("builder", 0, f, n) for f, n in builders if (f, n) not in taken]
+
+
+def _builders(host: object, top: tuple[str, int]) -> list[tuple[str, int]]:
+    """The lines of the statements that built the values the top frame's line uses (nightwatch.value_lines)."""
+    read_text = getattr(host, "read_text", None)
+    if not callable(read_text):
+        return []
+    file, line = top
+    try:
+        text = read_text(file)
+    except Exception:  # noqa: BLE001 - an unreadable file builds nothing; blame reports it on its own
+        return []
+    return [(file, n) for first, last in value_lines(file, text, line) for n in range(first, last + 1)][:MAX_FIX_LINES]
+
+
+def _weight(hits: list[Hit]) -> float:
+    """Fix lines and frames by depth (1, 1/2, 1/3, ...); the statements that built the top frame's values count once
+    per commit, at half the top frame's weight: they are on the error's data path, not on its stack."""
+    weight = sum(1.0 / (1 + h.depth) for h in hits if h.kind != "builder")
+    return weight + (BUILDER_WEIGHT if any(h.kind == "builder" for h in hits) else 0.0)
+
+
+def _why(hits: list[Hit]) -> str:
+    if any(h.kind == "fix" for h in hits):
         return "last changed a line the analysis says the error starts at or its fix changes"
-    if any(depth == 0 for depth, _, _ in hits):
+    if any(h.kind == "frame" and h.depth == 0 for h in hits):
         return "last changed the top frame's line"
-    return f"last changed {len(hits)} line(s) deeper in the stack"
+    frames = [h for h in hits if h.kind == "frame"]
+    if frames:
+        return f"last changed {len(frames)} line(s) deeper in the stack"
+    return "last changed a statement that built a value the top frame's line uses"
 
 
 def _distinct(frames: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -131,25 +179,25 @@ def shipped_by(host: object, sha: str, landed: datetime | None, first_seen: date
     return None
 
 
-def _suspect(host: BlameHost, sha: str, hits: list[tuple[int, BlamedLine, str]], landing: Landing,
-             when: tuple[datetime | None, Deploy | None], first_seen: datetime | None,
-             fixes: set[tuple[str, int]]) -> SuspectCommit:
+def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
+             when: tuple[datetime | None, Deploy | None], first_seen: datetime | None) -> SuspectCommit:
     """Scored by its lines and by how close the change reached production before the error was first seen: the deploy
     that shipped it where one is known, else when it landed."""
     landed, shipped = when
-    weight = sum(1.0 / (1 + depth) for depth, _, _ in hits)
+    weight = _weight(hits)
     reached = shipped.at if shipped else landed
     hours = (first_seen - reached).total_seconds() / 3600 if first_seen and reached else None
     recency = 1 + 1 / (1 + max(hours, 0.0) / 24) if hours is not None else 1.0
-    top = any(depth == 0 for depth, _, _ in hits)
+    top = any(h.kind != "builder" and h.depth == 0 for h in hits)
     likely = top and hours is not None and hours <= LIKELY_WITHIN.total_seconds() / 3600
-    first = hits[0][1]
-    lines = [f"{file}:{b.line}" for _, b, file in hits]
-    why = _why(hits, fixes)
+    first = hits[0].blamed
+    assert first is not None
+    lines = [f"{h.file}:{h.line}" for h in hits]
+    why = _why(hits)
     return SuspectCommit(
         sha=sha, subject=redact(first.summary)[:200], author=redact(first.author)[:80], landed_at=landed,
         pr_number=landing.pr_number, pr_url=host.pull_url(landing.pr_number) if landing.pr_number else "",
-        lines=lines, hunk=redact(host.hunk(sha, hits[0][1].path or hits[0][2]))[:4_000],
+        lines=lines, hunk=redact(host.hunk(sha, first.path or hits[0].file))[:4_000],
         hours_before_first_seen=round(hours, 1) if hours is not None else None, score=round(weight * recency, 3),
         deploy=redact(shipped.label)[:80] if shipped else "", deployed_at=shipped.at if shipped else None,
         confidence="likely" if likely else "possible", why=why)

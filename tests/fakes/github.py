@@ -291,6 +291,8 @@ class FakeGitHub:
         files = self.branches.get(branch)
         if files is None:
             return Reply(404, {"message": f"No commit found for the ref {branch}"})
+        if path not in files and branch == self.default_branch and self.history and (blob := self.history.blob(path)) is not None:
+            files[path] = blob  # a fake made from a real history serves that history's files
         if path in files:
             return Reply(200, self._file_json(branch, path))
         prefix = f"{path}/" if path else ""

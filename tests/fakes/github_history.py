@@ -27,6 +27,11 @@ class GitHistory:
         return subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True, text=True, check=True,
                               timeout=60).stdout
 
+    def blob(self, path: str) -> bytes | None:
+        """The file's bytes on the branch, as the contents API serves the default branch; None when it has none."""
+        done = subprocess.run(["git", "-C", str(self.repo), "show", f"{self.branch}:{path}"], capture_output=True, timeout=60)
+        return done.stdout if done.returncode == 0 and path else None
+
     def graphql(self, body: dict[str, Any]) -> dict[str, Any]:
         query, variables = body.get("query", ""), body.get("variables") or {}
         try:
