@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nightwatch.offline.python_origins import PyFrame, python_origin
+from nightwatch.offline.python_origins import PyFrame, python_origin, reversed_route, route_origin
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "nightwatch" / "demo_python" / "app"
@@ -86,3 +86,21 @@ def test_a_string_in_arithmetic_leads_to_the_csv_reader_that_made_the_rows() -> 
     found = producer_origin("rows", "storage.py", storage)
     assert found is not None and (found.file, found.line) == ("storage.py", 5)
     assert producer_origin("rows", "storage.py", {4: "def rows(report):", 5: "    return json.loads(report)"}) is None
+
+
+def test_a_no_reverse_match_leads_to_the_route_string_of_the_named_pattern() -> None:
+    message = ("Reverse for 'order-detail' with keyword arguments '{'order_id': 'A-17'}' not found. 1 pattern(s) tried: "
+               "['orders/(?P<order_id>[0-9]+)/\\\\Z']")
+    assert reversed_route("django.urls.exceptions:NoReverseMatch", message) == "order-detail"
+    assert reversed_route("builtins:KeyError", message) is None
+    urls = frame(CAPTURED, "django_shop/shop/urls.py", 1).source
+    found = route_origin("order-detail", "django_shop/shop/urls.py", urls)
+    assert found and found.line == line_of(CAPTURED, "django_shop/shop/urls.py", '"orders/<int:order_id>/"')
+    assert route_origin("no-such-name", "django_shop/shop/urls.py", urls) is None
+
+
+def test_a_pattern_declared_over_several_lines_is_found_by_its_route_string_not_its_name() -> None:
+    source = dict(enumerate(['urlpatterns = [', '    path(', '        "check_token/<slug:username>/<str:token>/",',
+                             '        views.check_token,', '        name="hc-check-token",', '    ),', ']'], 1))
+    found = route_origin("hc-check-token", "hc/accounts/urls.py", source)
+    assert found and found.line == 3 and "reverse()" in found.note

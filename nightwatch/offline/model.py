@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nightwatch.agent.file_view import numbered_lines
+from nightwatch.agent.search_view import parse_hits
 from nightwatch.agent.tools import SUBMIT_TOOL
 from nightwatch.models import Analysis
 from nightwatch.offline.emulated_api import EmulatedMessagesAPI
@@ -26,7 +27,7 @@ from nightwatch.offline.emulated_cache import PromptCache
 from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.offline.heuristics import Evidence, diagnose, triage_verdict
 from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
-from nightwatch.offline.python_origins import PyFrame, producer_origin, row_producer
+from nightwatch.offline.python_origins import Found, PyFrame, producer_origin, reversed_route, route_origin, row_producer
 from nightwatch.offline.python_tests import fix_by_rule, handler_of, regression_test
 from nightwatch.prompts import previews_in
 
@@ -239,6 +240,9 @@ class OfflineAnalyst:
         made_in = _defined_in(conv, producer)
         if made_in and "read_file" in tools and not conv.called("read_file", path=made_in):
             return "read_file", {"path": made_in}
+        route = _route_step(conv, tools)
+        if route:
+            return route
         origin = self._origin(conv)
         if origin and "read_file" in tools and not conv.called("read_file", path=origin.file):
             return "read_file", {"path": origin.file}
@@ -251,6 +255,7 @@ class OfflineAnalyst:
         producer = row_producer(conv.message, PyFrame(crash[0], crash[1], conv.source_of(crash[0])))
         made_in = _defined_in(conv, producer)
         found = producer_origin(producer, made_in, conv.source_of(made_in)) if producer and made_in else None
+        found = found or _route_origin(conv)
         if found:
             return Origin(found.file, found.line, found.note)
         source = conv.source_of(crash[0])
@@ -318,6 +323,34 @@ def _defined_in(conv: _Conversation, function: str | None) -> str | None:
         return None
     found = re.search(r"^(?:## )?([\w./-]+\.py)\b", hits[0], re.M)
     return found[1] if found else None
+
+
+def _route_step(conv: _Conversation, tools: set[str]) -> tuple[str, dict] | None:
+    """For a NoReverseMatch: search for the pattern's name, then read the URL configuration that declares it."""
+    route = reversed_route(conv.field("Error class"), conv.message)
+    if not route or "search_code" not in tools:
+        return None
+    if not conv.called("search_code", query=route):
+        return "search_code", {"query": route}
+    declared = _declared_in(conv, route)
+    if declared and "read_file" in tools and not conv.called("read_file", path=declared):
+        return "read_file", {"path": declared}
+    return None
+
+
+def _declared_in(conv: _Conversation, route: str) -> str | None:
+    """The Python file whose line the search for a route's name found as `name="<route>"`."""
+    hits = conv.result("search_code", query=route)
+    if not hits or hits[1]:
+        return None
+    named = re.compile(rf"""\bname\s*=\s*(["']){re.escape(route)}\1""")
+    return next((path for path, _, text in parse_hits(hits[0]) if path.endswith(".py") and named.search(text)), None)
+
+
+def _route_origin(conv: _Conversation) -> Found | None:
+    route = reversed_route(conv.field("Error class"), conv.message)
+    declared = _declared_in(conv, route) if route else None
+    return route_origin(route, declared, conv.source_of(declared)) if route and declared else None
 
 
 def _python_web(conv: _Conversation) -> bool:

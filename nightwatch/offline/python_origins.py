@@ -9,6 +9,9 @@
   field declaration whose bound (`Field(ge=0)`) admits what the assertion rejects.
 - A str met a number in arithmetic on `row[...]` of a loop over a function's rows: that function, where a csv reader
   yields strings (the offline model finds and reads it: `row_producer`, `producer_origin`).
+- Django's NoReverseMatch (`Reverse for 'name' with arguments ... not found`): reverse() was given arguments that the
+  named URL pattern's converters do not accept; the pattern's route string, declared in the URL configuration,
+  decides which it accepts (the offline model finds and reads it: `reversed_route`, `route_origin`).
 Each rule reads only the frames' lines already in view; none knows any application.
 """
 
@@ -164,6 +167,35 @@ def producer_origin(function: str, path: str, source: dict[int, str]) -> Found |
         if _READER.search(text):
             return Found(path, number, f"csv readers yield every field as a str, and `{function}` passes its rows on "
                                        "unconverted: the numbers downstream are strings")
+    return None
+
+
+_REVERSE = re.compile(r"Reverse for '([^'\n]{1,100})'")
+_ROUTE_CALL = re.compile(r"\b(?:re_path|path|url)\(")
+_STRING = re.compile(r"""(?:^|[\s(,])r?(["'])[^"'\n]*\1""")
+
+
+def reversed_route(error_class: str, message: str) -> str | None:
+    """The URL pattern name a NoReverseMatch could not build (`Reverse for 'hc-login' ...`), else None."""
+    if not error_class.endswith("NoReverseMatch"):
+        return None
+    found = _REVERSE.search(message)
+    return found[1] if found else None
+
+
+def route_origin(name: str, path: str, source: dict[int, str]) -> Found | None:
+    """In a URL configuration, the route string of the pattern declared `name="<name>"`: its converters decide which
+    arguments reverse() accepts (the declaration may span lines: back from `name=` to its `path(`)."""
+    named = re.compile(rf"""\bname\s*=\s*(["']){re.escape(name)}\1""")
+    declared = next((n for n, t in sorted(source.items()) if named.search(t)), None)
+    if declared is None:
+        return None
+    start = next((n for n in range(declared, max(declared - 12, 0), -1) if _ROUTE_CALL.search(source.get(n, ""))), declared)
+    for number in range(start, declared + 1):
+        text = named.sub("", source.get(number, ""))
+        if _STRING.search(text[_ROUTE_CALL.search(text).end():] if _ROUTE_CALL.search(text) else text):
+            return Found(path, number, f"the URL pattern `{name}` is declared here: its route's converters decide which "
+                                       "arguments reverse() accepts, and the ones the error shows match none")
     return None
 
 
