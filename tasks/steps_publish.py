@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
+import duckdb
+import httpx
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from knowledge_store.documents import KnowledgeDocError, read_doc
@@ -32,9 +35,20 @@ from tasks.context import RunContext, report_dir, runtime, settings_for
 
 
 def unless_permanent(_task, _run, state) -> bool:
-    """Retry a Slack or GitHub call that may work later (5xx, rate limits, the network), not one refused for good
-    (a bad token, a missing repository or channel, a refused body)."""
-    return not getattr(raised(state), "permanent", False)
+    """Retry what may work later: a Slack or GitHub call refused for now (5xx, rate limits), the network, a disk or a
+    database lock, Prefect's API. Not a call refused for good (a bad token, a missing repository or channel, a refused
+    body), nor a fault in NightWatch itself (an AttributeError, a TypeError): that attempt would fail the same way, only
+    minutes later."""
+    exc = raised(state)
+    if exc is None:
+        return True  # the failure cannot be read back: it may be anything, so it may pass
+    permanent = getattr(exc, "permanent", None)
+    if permanent is not None:
+        return not permanent
+    return isinstance(exc, TRANSIENT)
+
+
+TRANSIENT = (OSError, httpx.HTTPError, duckdb.OperationalError, sqlite3.OperationalError)
 
 
 def artifact_key(ctx: RunContext, what: str) -> str:

@@ -250,3 +250,28 @@ def test_two_writers_of_the_ledger_never_collide(tmp_path):
         thread.join()
     assert not failures and json.loads(ledger.path.read_text())["i"] == 199
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize(("exc", "retried"), [
+    (AttributeError("'SuspectCommit' object has no attribute 'deploy'"), False),  # a fault of NightWatch: fails again
+    (TypeError("unsupported operand"), False),
+    (NotifyError("chat.postMessage", "fatal_error", "HTTP 500"), True),
+    (NotifyError("chat.postMessage", "channel_not_found"), False),
+    (ConnectionResetError("reset by peer"), True),
+    (TimeoutError("timed out"), True),
+])
+def test_a_step_retries_what_may_work_later_and_not_a_fault_of_its_own(exc, retried) -> None:
+    import httpx
+
+    from tasks.steps_publish import unless_permanent
+
+    class State:  # what Prefect hands a retry condition: a failed state whose result is the exception
+        def __init__(self, exc: BaseException) -> None:
+            self.exc = exc
+
+        def result(self, raise_on_failure=False):
+            return self.exc
+
+    assert unless_permanent(None, None, State(exc)) is retried
+    api = httpx.HTTPStatusError("503", request=httpx.Request("POST", "http://api/artifacts"), response=httpx.Response(503))
+    assert unless_permanent(None, None, State(api))  # Prefect's own API, answering 503 for now
