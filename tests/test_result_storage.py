@@ -134,9 +134,11 @@ def test_a_night_rerun_after_an_upgrade_recomputes_what_the_old_version_cached(t
     from flows.nightwatch import run_night
     from tasks import _prefect
 
+    monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", str(tmp_path / "results"))  # this test's own: no other night's
+    current = _prefect.results_version
     monkeypatch.setattr(_prefect, "results_version", lambda: "r-older-version")
     first = run_night(until=UNTIL, max_errors=3)
-    monkeypatch.undo()
+    monkeypatch.setattr(_prefect, "results_version", current)  # the upgrade
     second = run_night(until=UNTIL, max_errors=3)
     assert first.succeeded and second.succeeded and first.run_id == second.run_id
     assert "cache" not in {r.source for r in second.results} and second.totals.model_calls == first.totals.model_calls > 0
