@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nightwatch.offline.python_origins import PyFrame, python_origin, reversed_route, route_origin
+from nightwatch.offline.python_origins import Found, PyFrame, python_origin, reversed_route, route_origin
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "nightwatch" / "demo_python" / "app"
@@ -104,3 +104,12 @@ def test_a_pattern_declared_over_several_lines_is_found_by_its_route_string_not_
                              '        views.check_token,', '        name="hc-check-token",', '    ),', ']'], 1))
     found = route_origin("hc-check-token", "hc/accounts/urls.py", source)
     assert found and found.line == 3 and "reverse()" in found.note
+
+
+def test_an_error_that_quotes_a_name_not_a_value_leads_to_no_literal() -> None:
+    # `'place'` is the attribute's name: the `data["place"]` above the crash line is not where a value came from
+    crash = PyFrame("app/users.py", 4, {1: "def public(user):", 2: '    data["place"] = None', 3: "    account = user.account",
+                                        4: "    return account.place"})
+    assert python_origin("builtins:AttributeError", "'NoneType' object has no attribute 'place'", [crash]) is None
+    assert python_origin("builtins:ValueError", "unknown field: 'place'", [crash]) == \
+        Found("app/users.py", 2, "the value 'place' the error quotes is written here")

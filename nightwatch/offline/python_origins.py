@@ -46,7 +46,7 @@ def python_origin(error_class: str, message: str, frames: list[PyFrame]) -> Foun
     (where it raised) first."""
     if not frames or not frames[0].path.endswith(".py"):
         return None
-    return (_none_passed_in(message, frames) or _quoted_literal(message, frames)
+    return (_none_passed_in(message, frames) or _quoted_literal(error_class, message, frames)
             or _missing_table_key(error_class, message, frames[0]) or _field_admits(frames))
 
 
@@ -71,7 +71,16 @@ def _none_passed_in(message: str, frames: list[PyFrame]) -> Found | None:
     return None
 
 
-def _quoted_literal(message: str, frames: list[PyFrame]) -> Found | None:
+# Errors whose messages quote the language's own names (a type, an attribute, a variable, a module, a parameter:
+# `'NoneType' object has no attribute 'place'`, `name 'x' is not defined`), never the program's data.
+_QUOTES_NAMES = re.compile(r"(?:^|[.:])(?:AttributeError|TypeError|NameError|UnboundLocalError|ImportError|ModuleNotFoundError)$")
+
+
+def _quoted_literal(error_class: str, message: str, frames: list[PyFrame]) -> Found | None:
+    """A value the error quotes, written as a literal in the stack's functions. Not for errors that quote names: a
+    string literal equal to an attribute's name (`data["place"]`) is not where a value came from."""
+    if _QUOTES_NAMES.search(error_class):
+        return None
     for value in _QUOTED.findall(message):
         literal = re.compile(rf"""(["']){re.escape(value)}\1""")
         for frame in frames:
