@@ -75,6 +75,8 @@ def parse_check(path: str, text: str) -> FixCheck:
             ast.parse(text, filename=path)
         except SyntaxError as exc:
             return FixCheck(name=name, status="failed", detail=f"Python syntax error at line {exc.lineno}: {exc.msg}")
+        except (ValueError, RecursionError, MemoryError) as exc:  # a null byte; nesting past what the parser takes
+            return FixCheck(name=name, status="failed", detail=f"Python cannot parse it: {type(exc).__name__}")
         return FixCheck(name=name, status="passed", detail="Python ast")
     if path.endswith((".rb", ".rake", ".ru", ".gemspec")) or path.endswith("Gemfile"):
         return _external(name, ["ruby", "-c"], text, "Ruby")

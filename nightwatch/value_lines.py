@@ -40,7 +40,7 @@ def value_lines(path: str, text: str, line: int) -> list[tuple[int, int]]:
 def _python(text: str, line: int) -> list[tuple[int, int]]:
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past what the parser takes
         return []
     function = _innermost_function(tree, line)
     if function is None:

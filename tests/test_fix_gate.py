@@ -156,3 +156,9 @@ def test_safe_navigation_that_goes_on_with_a_plain_dot_is_symptom_only_and_a_set
     assert found and "goes on with a plain `.` after `&.`" in found
     whole = modify("app/models/story.rb", "t.strip.gsub", "t&.strip&.gsub")
     assert reason(STORY, whole, Crash("app/models/story.rb", 7)) is None  # `other`'s `t.tag` is another method's `t`
+
+
+@pytest.mark.parametrize("body", ["-" * 100_000 + "1", "1+" * 100_000 + "1", "a." * 100_000 + "b", "'a'\0"])
+def test_a_python_change_the_parser_gives_up_on_fails_its_check_and_raises_nothing(body: str) -> None:
+    check = parse_check("app/pricing.py", f"def total():\n    return {body}\n")
+    assert check.status == "failed" and ("cannot parse" in check.detail or "null bytes" in check.detail)

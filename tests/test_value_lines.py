@@ -36,6 +36,9 @@ def test_a_line_outside_a_function_or_a_file_that_does_not_parse_gives_nothing()
     assert value_lines("m.py", "def f(:\n    pass\n", 2) == []
     assert value_lines("m.js", "const a = b;\na.c();\n", 2) == []
     assert value_lines("m.rb", "", 3) == []
+    for deep in ("-" * 100_000 + "1", "1+" * 100_000 + "1", "a." * 100_000 + "b"):  # MemoryError, RecursionError
+        assert value_lines("m.py", f"def f():\n    x = {deep}\n    return x.y\n", 3) == []  # nothing, never a failure
+    assert value_lines("m.py", "def f():\n    x = b'\\x00\\xff'\n    return x.y\n", 3) == [(2, 2)]
 
 
 def test_a_nested_function_is_its_own_scope():
