@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nightwatch.offline.python_origins import Found, PyFrame, python_origin, reversed_route, route_origin
+import pytest
+
+from nightwatch.offline.python_origins import (
+    Found,
+    PyFrame,
+    python_origin,
+    reversed_route,
+    route_origin,
+    unique_column,
+    validator_origin,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "nightwatch" / "demo_python" / "app"
@@ -113,3 +123,42 @@ def test_an_error_that_quotes_a_name_not_a_value_leads_to_no_literal() -> None:
     assert python_origin("builtins:AttributeError", "'NoneType' object has no attribute 'place'", [crash]) is None
     assert python_origin("builtins:ValueError", "unknown field: 'place'", [crash]) == \
         Found("app/users.py", 2, "the value 'place' the error quotes is written here")
+
+
+@pytest.mark.parametrize("message", [
+    "(sqlite3.IntegrityError) UNIQUE constraint failed: users.email\n[SQL: INSERT INTO users (name, email) VALUES (?, ?)]",
+    'duplicate key value violates unique constraint "accounts_user_email_key"\nDETAIL:  Key (email)=(a@b.example) already exists.',
+    "(1062, \"Duplicate entry 'a@b.example' for key 'users.email'\")",
+])
+def test_a_unique_constraint_names_its_column_in_each_databases_words(message: str) -> None:
+    assert unique_column("sqlalchemy.exc:IntegrityError", message) == "email"
+    assert unique_column("builtins:ValueError", message) is None
+
+
+SCHEMA = '''class UserSchema(Schema):
+    @pre_load
+    def validate_name(self, data):
+        name = data.get("name")
+        if Users.query.filter_by(name=name).first():
+            raise ValidationError("taken")
+
+    @pre_load
+    def validate_email(self, data):
+        email = data.get("email")
+        existing = Users.query.filter_by(email=email).first()
+        if existing and existing.id != current_user().id:
+            raise ValidationError("taken")
+
+    def dump(self):
+        return Users.query.filter_by(email=self.email)
+'''
+
+
+def test_a_unique_violation_leads_to_the_uniqueness_check_of_its_columns_validator() -> None:
+    source = dict(enumerate(SCHEMA.splitlines(), 1))
+    found = validator_origin("email", "app/schemas.py", source)
+    assert found == Found("app/schemas.py", 11, found.note) and "duplicate got through" in found.note  # not line 16
+    form = {1: "class SignupForm(forms.Form):", 2: "    def clean_email(self):", 3: "        return self.cleaned_data['email']"}
+    assert validator_origin("email", "app/forms.py", form) == Found("app/forms.py", 2, "`email` is validated here, "
+                                                                    "and a duplicate got through to the insert")
+    assert validator_origin("phone", "app/schemas.py", source) is None

@@ -27,7 +27,17 @@ from nightwatch.offline.emulated_cache import PromptCache
 from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
 from nightwatch.offline.heuristics import Evidence, diagnose, triage_verdict
 from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find_origin, nil_receiver
-from nightwatch.offline.python_origins import Found, PyFrame, producer_origin, reversed_route, route_origin, row_producer
+from nightwatch.offline.python_origins import (
+    Found,
+    PyFrame,
+    producer_origin,
+    reversed_route,
+    route_origin,
+    row_producer,
+    unique_column,
+    validator_names,
+    validator_origin,
+)
 from nightwatch.offline.python_tests import fix_by_rule, handler_of, regression_test
 from nightwatch.prompts import previews_in
 
@@ -240,7 +250,7 @@ class OfflineAnalyst:
         made_in = _defined_in(conv, producer)
         if made_in and "read_file" in tools and not conv.called("read_file", path=made_in):
             return "read_file", {"path": made_in}
-        route = _route_step(conv, tools)
+        route = _route_step(conv, tools) or _validator_step(conv, tools)
         if route:
             return route
         origin = self._origin(conv)
@@ -255,7 +265,7 @@ class OfflineAnalyst:
         producer = row_producer(conv.message, PyFrame(crash[0], crash[1], conv.source_of(crash[0])))
         made_in = _defined_in(conv, producer)
         found = producer_origin(producer, made_in, conv.source_of(made_in)) if producer and made_in else None
-        found = found or _route_origin(conv)
+        found = found or _route_origin(conv) or _validator_origin(conv)
         if found:
             return Origin(found.file, found.line, found.note)
         source = conv.source_of(crash[0])
@@ -351,6 +361,45 @@ def _route_origin(conv: _Conversation) -> Found | None:
     route = reversed_route(conv.field("Error class"), conv.message)
     declared = _declared_in(conv, route) if route else None
     return route_origin(route, declared, conv.source_of(declared)) if route and declared else None
+
+
+def _validator_step(conv: _Conversation, tools: set[str]) -> tuple[str, dict] | None:
+    """For a unique constraint violated on insert: search for the column's validator, then read it (a range from its
+    `def`: in a long file a whole read shows the head and an outline, not the body)."""
+    column = unique_column(conv.field("Error class"), conv.message)
+    if not column or "search_code" not in tools:
+        return None
+    for name in validator_names(column):
+        if not conv.called("search_code", query=f"def {name}"):
+            return "search_code", {"query": f"def {name}"}
+        found = _definition_hit(conv, name)
+        if found:
+            path, line = found
+            if "read_file" in tools and not conv.called("read_file", path=path, start_line=line):
+                return "read_file", {"path": path, "start_line": line, "end_line": line + VALIDATOR_LINES}
+            return None
+    return None
+
+
+VALIDATOR_LINES = 40  # a validator's body, read from its def
+
+
+def _definition_hit(conv: _Conversation, function: str) -> tuple[str, int] | None:
+    """(file, line) of the `def <function>` a search for it found in a Python file."""
+    hits = conv.result("search_code", query=f"def {function}")
+    if not hits or hits[1]:
+        return None
+    return next(((path, line) for path, line, text in parse_hits(hits[0])
+                 if path.endswith(".py") and re.search(rf"\bdef\s+{re.escape(function)}\(", text)), None)
+
+
+def _validator_origin(conv: _Conversation) -> Found | None:
+    column = unique_column(conv.field("Error class"), conv.message)
+    for name in validator_names(column) if column else []:
+        found = _definition_hit(conv, name)
+        if found:
+            return validator_origin(column, found[0], conv.source_of(found[0]))  # type: ignore[arg-type]
+    return None
 
 
 def _python_web(conv: _Conversation) -> bool:

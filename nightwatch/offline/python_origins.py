@@ -12,6 +12,10 @@
 - Django's NoReverseMatch (`Reverse for 'name' with arguments ... not found`): reverse() was given arguments that the
   named URL pattern's converters do not accept; the pattern's route string, declared in the URL configuration,
   decides which it accepts (the offline model finds and reads it: `reversed_route`, `route_origin`).
+- A unique constraint violated on insert (`UNIQUE constraint failed: users.email`, PostgreSQL's `Key (email)=...`,
+  MySQL's `for key 'users.email'`): the validation of that column let the duplicate through. Validators are named
+  for their field (`validate_email` in marshmallow, DRF and WTForms, `clean_email` in Django forms); the origin is
+  its uniqueness query (`filter_by(email=...)`), else its `def` (`unique_column`, `validator_origin`).
 Each rule reads only the frames' lines already in view; none knows any application.
 """
 
@@ -206,6 +210,41 @@ def route_origin(name: str, path: str, source: dict[int, str]) -> Found | None:
             return Found(path, number, f"the URL pattern `{name}` is declared here: its route's converters decide which "
                                        "arguments reverse() accepts, and the ones the error shows match none")
     return None
+
+
+_UNIQUE = (re.compile(r"UNIQUE constraint failed: \w+\.(\w+)"),  # SQLite
+           re.compile(r"Key \((\w+)\)=\("),  # PostgreSQL's DETAIL line
+           re.compile(r"Duplicate entry '.*?' for key '(?:\w+\.)?(\w+)'"))  # MySQL (the key is named for its column)
+
+
+def unique_column(error_class: str, message: str) -> str | None:
+    """The column whose unique constraint an IntegrityError reports, else None."""
+    if not error_class.endswith("IntegrityError"):
+        return None
+    found = next((m for m in (p.search(message) for p in _UNIQUE) if m), None)
+    return found[1] if found else None
+
+
+def validator_names(column: str) -> list[str]:
+    return [f"validate_{column}", f"clean_{column}"]
+
+
+def validator_origin(column: str, path: str, source: dict[int, str]) -> Found | None:
+    """In a file that validates `column`: the uniqueness query in its validator, else the validator's `def`."""
+    names = "|".join(re.escape(n) for n in validator_names(column))
+    start = next((n for n, t in sorted(source.items()) if re.match(rf"\s*(?:async\s+)?def\s+(?:{names})\(", t)), None)
+    if start is None:
+        return None
+    indent = len(source[start]) - len(source[start].lstrip())
+    query = re.compile(rf"\b(?:filter_by|filter|get|exists|where)\(.*\b{re.escape(column)}\s*(?:=|==|__iexact\s*=)")
+    for number in range(start + 1, max(source) + 1):
+        text = source.get(number, "")
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break  # the validator ended
+        if query.search(text):
+            return Found(path, number, f"the unique `{column}` was checked here and a duplicate got through: "
+                                       "this validation decides which values reach the insert")
+    return Found(path, start, f"`{column}` is validated here, and a duplicate got through to the insert")
 
 
 def _def_line(frame: PyFrame) -> int | None:
