@@ -328,11 +328,8 @@ CONFTEST = "tests/conftest.py"
 
 def _defined_in(conv: _Conversation, function: str | None) -> str | None:
     """The file a `def <function>` search found it in."""
-    hits = conv.result("search_code", query=f"def {function}") if function else None
-    if not hits or hits[1]:
-        return None
-    found = re.search(r"^(?:## )?([\w./-]+\.py)\b", hits[0], re.M)
-    return found[1] if found else None
+    found = _definition_hit(conv, function) if function else None
+    return found[0] if found else None
 
 
 def _route_step(conv: _Conversation, tools: set[str]) -> tuple[str, dict] | None:
