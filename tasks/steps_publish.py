@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -11,6 +12,7 @@ import httpx
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from knowledge_store.documents import KnowledgeDocError, read_doc
+from knowledge_store.duck import ViewsLockedError
 from nightwatch.fix import FixRejected, choose_best_fix, validate_fix, with_regression_test
 from nightwatch.fix_gate import check_fix, crash_site
 from nightwatch.models import (
@@ -45,10 +47,14 @@ def unless_permanent(_task, _run, state) -> bool:
     permanent = getattr(exc, "permanent", None)
     if permanent is not None:
         return not permanent
-    return isinstance(exc, TRANSIENT)
+    if isinstance(exc, httpx.HTTPStatusError):
+        return exc.response.status_code >= 500 or exc.response.status_code in (408, 429)
+    return isinstance(exc, TRANSIENT) and not isinstance(exc, MISSING)
 
 
-TRANSIENT = (OSError, httpx.HTTPError, duckdb.OperationalError, sqlite3.OperationalError)
+TRANSIENT = (OSError, httpx.TransportError, subprocess.TimeoutExpired, duckdb.OperationalError, sqlite3.OperationalError,
+             ViewsLockedError)
+MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)  # OSErrors that stay as they are
 
 
 def artifact_key(ctx: RunContext, what: str) -> str:

@@ -259,6 +259,8 @@ def test_two_writers_of_the_ledger_never_collide(tmp_path):
     (NotifyError("chat.postMessage", "channel_not_found"), False),
     (ConnectionResetError("reset by peer"), True),
     (TimeoutError("timed out"), True),
+    (FileNotFoundError("no such file"), False),  # an OSError that stays as it is
+    (PermissionError("denied"), False),
 ])
 def test_a_step_retries_what_may_work_later_and_not_a_fault_of_its_own(exc, retried) -> None:
     import httpx
@@ -275,3 +277,7 @@ def test_a_step_retries_what_may_work_later_and_not_a_fault_of_its_own(exc, retr
     assert unless_permanent(None, None, State(exc)) is retried
     api = httpx.HTTPStatusError("503", request=httpx.Request("POST", "http://api/artifacts"), response=httpx.Response(503))
     assert unless_permanent(None, None, State(api))  # Prefect's own API, answering 503 for now
+    refused = httpx.HTTPStatusError("422", request=api.request, response=httpx.Response(422))
+    assert not unless_permanent(None, None, State(refused))  # refused for what was sent: the same again is refused
+    from knowledge_store.duck import ViewsLockedError
+    assert unless_permanent(None, None, State(ViewsLockedError("the views are being rebuilt")))
