@@ -117,10 +117,10 @@ def _builders(host: object, top: tuple[str, int]) -> list[tuple[str, int]]:
         return []
     file, line = top
     try:
-        text = read_text(file)
-    except Exception:  # noqa: BLE001 - an unreadable file builds nothing; blame reports it on its own
+        spans = value_lines(file, read_text(file), line)
+    except Exception:  # noqa: BLE001 - an unreadable or unreadable-as-code file builds nothing: never a failed step
         return []
-    return [(file, n) for first, last in value_lines(file, text, line) for n in range(first, last + 1)][:MAX_FIX_LINES]
+    return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
 
 
 def _weight(hits: list[Hit]) -> float:

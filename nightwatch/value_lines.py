@@ -19,7 +19,8 @@ from collections.abc import Iterable
 
 MAX_STATEMENTS = 8  # the slice stops growing after this many statements: far ones are rarely the cause
 
-_RUBY_DEF = re.compile(r"^(\s*)def\s")
+_RUBY_DEF = re.compile(r"^(\s*)(?:(?:private|protected|public|module_function)\s+)?def\s")
+_RUBY_ENDLESS_DEF = re.compile(r"^\s*(?:\w+\s+)?def\s+[\w.?!]+(?:\([^)]*\))?\s*=[^=~>]")  # `def name = expr`: no `end`
 _RUBY_END = re.compile(r"^(\s*)end\b")
 _RUBY_ASSIGN = re.compile(r"^\s*([a-z_]\w*)\s*(\|\||&&|\+|-)?=(?![=~>])")
 _RUBY_NAME = re.compile(r"(?<![\w@:.$])[a-z_]\w*")
@@ -32,7 +33,7 @@ def value_lines(path: str, text: str, line: int) -> list[tuple[int, int]]:
     if path.endswith(".py"):
         return _python(text, line)
     if path.endswith(".rb"):
-        return _ruby(text.splitlines(), line)
+        return _ruby(text.split("\n"), line)  # as git numbers lines: a form feed or U+2028 does not end one
     return []
 
 
@@ -45,11 +46,12 @@ def _python(text: str, line: int) -> list[tuple[int, int]]:
     function = _innermost_function(tree, line)
     if function is None:
         return []
-    statements = [s for s in ast.walk(function) if isinstance(s, ast.stmt) and s is not function and s.lineno <= line]
+    statements = [s for s in _own_statements(function) if s.lineno <= line]
     crash = [s for s in statements if s.lineno <= line <= (s.end_lineno or s.lineno)]
     if not crash:
         return []
-    at = min(crash, key=lambda s: (s.end_lineno or s.lineno) - s.lineno)  # the innermost statement holding the line
+    # the innermost statement holding the line: the shortest, and of a one-line `if x: return y` the body, not the if
+    at = min(crash, key=lambda s: ((s.end_lineno or s.lineno) - s.lineno, -s.col_offset))
     wanted = _reads(_own_part(at))
     earlier = sorted((s for s in statements if _span(s)[1] < line and s is not at and _assigns(s)), key=lambda s: -s.lineno)
     return _slice(wanted, [(*_span(s), _assigns(s), _reads(_own_part(s)) | _updated(s)) for s in earlier])
@@ -62,6 +64,20 @@ def _span(statement: ast.stmt) -> tuple[int, int]:
         last = max((getattr(p, "end_lineno", None) or statement.lineno for p in parts), default=statement.lineno)
         return statement.lineno, max(last, statement.lineno)
     return statement.lineno, statement.end_lineno or statement.lineno
+
+
+def _own_statements(function: ast.AST) -> list[ast.stmt]:
+    """The statements of a function's own scope: nested functions, classes and lambdas are scopes of their own."""
+    out: list[ast.stmt] = []
+    todo = list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.stmt):
+            out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _innermost_function(tree: ast.AST, line: int) -> ast.AST | None:
@@ -81,7 +97,9 @@ def _own_part(statement: ast.stmt) -> list[ast.AST]:
         return [statement.iter]
     if isinstance(statement, (ast.With, ast.AsyncWith)):
         return [item.context_expr for item in statement.items]
-    if isinstance(statement, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if isinstance(statement, ast.Match):
+        return [statement.subject]
+    if isinstance(statement, (ast.Try, ast.TryStar, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return []
     return [statement]
 
@@ -140,6 +158,8 @@ def _ruby_method_start(lines: list[str], line: int) -> int | None:
             closed.add(len(end.group(1)))
             continue
         match = _RUBY_DEF.match(text)
+        if match and _RUBY_ENDLESS_DEF.match(text):
+            continue  # a one-line method, over before the line
         if match:
             if len(match.group(1)) in closed:
                 closed.discard(len(match.group(1)))

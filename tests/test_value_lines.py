@@ -85,3 +85,16 @@ def test_a_ruby_method_is_read_by_its_def_and_its_local_assignments():
 @pytest.mark.parametrize("line", [0, 1, 99])
 def test_a_ruby_line_outside_a_method_gives_nothing(line):
     assert value_lines("x.rb", RUBY, line) == []
+
+
+def test_a_one_line_if_follows_its_body_and_a_nested_helper_is_not_this_scope():
+    one_line = "def f(req):\n    ok = req.ok\n    data = build(req)\n    if ok: return data.html\n"
+    assert value_lines("m.py", one_line, 4) == [(3, 3)]  # what `return data.html` reads, not what `if ok` reads
+    helper = "def view(user):\n    def fmt(u):\n        user = u.strip()\n        return user\n    return user.name\n"
+    assert value_lines("m.py", helper, 5) == []  # `user` is view's parameter: fmt's assignment is fmt's own
+
+
+def test_ruby_one_line_and_private_methods_and_git_line_numbers():
+    text = ("class A\n  def a = 1\n  private def b(x)\n    y = x.to_s\n    y.upcase\n  end\nend\n")
+    assert value_lines("a.rb", text, 5) == [(4, 4)]
+    assert value_lines("a.rb", "class A\n  def b\n    s = \"a\fb\"\n    s.size\n  end\nend\n", 4) == [(3, 3)]

@@ -214,7 +214,7 @@ def route_origin(name: str, path: str, source: dict[int, str]) -> Found | None:
 
 _UNIQUE = (re.compile(r"UNIQUE constraint failed: \w+\.(\w+)"),  # SQLite
            re.compile(r"Key \((\w+)\)=\("),  # PostgreSQL's DETAIL line
-           re.compile(r"Duplicate entry '.*?' for key '(?:\w+\.)?(\w+)'"))  # MySQL (the key is named for its column)
+           re.compile(r"Duplicate entry '[^'\n]{0,300}' for key '(?:\w+\.)?(\w+)'"))  # MySQL (the key is named for its column)
 
 
 def unique_column(error_class: str, message: str) -> str | None:
@@ -236,12 +236,14 @@ def validator_origin(column: str, path: str, source: dict[int, str]) -> Found | 
     if start is None:
         return None
     indent = len(source[start]) - len(source[start].lstrip())
-    query = re.compile(rf"\b(?:filter_by|filter|get|exists|where)\(.*\b{re.escape(column)}\s*(?:=|==|__iexact\s*=)")
+    lookup = re.compile(r"\b(?:filter_by|filter|get|exists|where)\(")
+    name = re.escape(column)  # a keyword argument (`email=`, `email__iexact=`) or a comparison (`User.email ==`)
+    by_column = re.compile(rf"[(,]\s*{name}(?:__iexact)?\s*=(?!=)|\.{name}\s*==")  # two linear searches, not `\(.*\b`
     for number in range(start + 1, max(source) + 1):
         text = source.get(number, "")
         if text.strip() and len(text) - len(text.lstrip()) <= indent:
             break  # the validator ended
-        if query.search(text):
+        if lookup.search(text) and by_column.search(text):
             return Found(path, number, f"the unique `{column}` was checked here and a duplicate got through: "
                                        "this validation decides which values reach the insert")
     return Found(path, start, f"`{column}` is validated here, and a duplicate got through to the insert")
