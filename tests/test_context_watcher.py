@@ -112,3 +112,13 @@ def test_a_growing_investigation_rewrites_its_cache_less_often_with_the_break_ev
     (at_threshold, calls), (with_break_even, same_calls) = acting_calls(False), acting_calls(True)
     assert calls == same_calls and at_threshold > 1
     assert 0 < with_break_even < at_threshold
+
+
+def test_with_few_calls_to_come_an_act_never_compacts_more_than_half_the_prompt_for_the_cache():
+    messages = _history()
+    before = _count(messages)
+    watcher = _watcher(before - 50)
+    largest = max(s.tokens for s in watcher.sections(messages))
+    assert least_clearing(before, 2) > before * 0.75  # what would pay back a rewrite with two calls to come
+    actions, _ = watcher.keep_headroom(messages, "system", [], now=5, to_come=2)
+    assert actions >= 1 and before - _count(messages) <= before // 2 + largest  # half, to within the last section

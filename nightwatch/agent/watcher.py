@@ -17,7 +17,9 @@ Compacting changes the prompt at the first compacted block, so the request write
 into the cache again. Once the watcher must act it compacts at least the break-even of that rewrite
 (`least_clearing`, agent/break_even.py) rather than just enough to fit: compacting only the overflow
 left the next call over the limit again, and a rewrite of the cache every call cost more than the
-compaction saved. Acting is never skipped for cost: the headroom is a guard.
+compaction saved. Acting is never skipped for cost: the headroom is a guard. Nor does the cache
+ever take more than half the prompt: with a few calls to come the break-even is most of it (79% with
+two), and what the model needs last is what it has read.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class Watcher:
         count = self.counter.count(system=system, messages=cleared_view(messages, cleared), tools=tools)
         if count <= self.limit:
             return 0, count
-        goal = max(count - self.limit, least_clearing(count, to_come, self.cache_ttl) if to_come is not None else 0)
+        pays = least_clearing(count, to_come, self.cache_ttl) if to_come is not None else 0
+        goal = max(count - self.limit, min(pays, count // 2))  # never half the prompt for the cache's sake alone
         actions = compacted = 0
         for section in sorted(self.sections(messages, cleared), key=lambda s: s.score(now)):
             if compacted >= goal or section.priority == "critical":
