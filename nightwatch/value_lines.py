@@ -53,17 +53,20 @@ def _python(text: str, line: int) -> list[tuple[int, int]]:
     # the innermost statement holding the line: the shortest, and of a one-line `if x: return y` the body, not the if
     at = min(crash, key=lambda s: ((s.end_lineno or s.lineno) - s.lineno, -s.col_offset))
     wanted = _reads(_own_part(at))
-    earlier = sorted((s for s in statements if _span(s)[1] < line and s is not at and _assigns(s)), key=lambda s: -s.lineno)
-    return _slice(wanted, [(*_span(s), _assigns(s), _reads(_own_part(s)) | _updated(s)) for s in earlier])
+    earlier = []
+    for s in sorted(statements, key=lambda s: -s.lineno):
+        span, assigns = _span(s), _assigns(s)
+        if s is not at and span[1] < line and assigns:
+            earlier.append((*span, assigns, _reads(_own_part(s)) | _updated(s)))
+    return _slice(wanted, earlier)
 
 
 def _span(statement: ast.stmt) -> tuple[int, int]:
     """The lines a statement itself takes: a compound one (if, for, with) up to its header's end, not its body."""
     parts = _own_part(statement)
-    if parts is not None and any(hasattr(statement, field) for field in ("body", "orelse")) and parts != [statement]:
-        last = max((getattr(p, "end_lineno", None) or statement.lineno for p in parts), default=statement.lineno)
-        return statement.lineno, max(last, statement.lineno)
-    return statement.lineno, statement.end_lineno or statement.lineno
+    if parts == [statement]:
+        return statement.lineno, statement.end_lineno or statement.lineno
+    return statement.lineno, max((getattr(p, "end_lineno", None) or statement.lineno for p in parts), default=statement.lineno)
 
 
 def _own_statements(function: ast.AST) -> list[ast.stmt]:
