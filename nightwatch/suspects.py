@@ -64,10 +64,10 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
     builders = _builders(host, stack[0]) if stack else []
     blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes + builders)))
     by_sha: dict[str, list[Hit]] = {}
-    for hit in _weighed(stack, fixes, builders):
-        line = blamed.get((hit.file, hit.line))
-        if line is not None:
-            by_sha.setdefault(line.sha, []).append(hit._replace(blamed=line))
+    for kind, depth, (file, line) in _weighed(stack, fixes, builders):
+        found = blamed.get((file, line))
+        if found is not None:
+            by_sha.setdefault(found.sha, []).append(Hit(kind, depth, file, line, found))
     suspects: list[SuspectCommit] = []
     late = imported = 0
     for sha, hits in by_sha.items():
@@ -97,17 +97,18 @@ class Hit(NamedTuple):
     depth: int
     file: str
     line: int
-    blamed: BlamedLine | None = None
+    blamed: BlamedLine
 
 
-def _weighed(stack: list[tuple[str, int]], fixes: list[tuple[str, int]], builders: list[tuple[str, int]]) -> list[Hit]:
-    """Every line to blame, once, under its strongest reason: a stack line the analysis also names counts as a fix
-    line (the top frame's weight), a builder that is also in the stack as a frame."""
+def _weighed(stack: list[tuple[str, int]], fixes: list[tuple[str, int]],
+             builders: list[tuple[str, int]]) -> list[tuple[str, int, tuple[str, int]]]:
+    """(kind, depth, line) of every line to blame, once, under its strongest reason: a stack line the analysis also
+    names counts as a fix line (the top frame's weight), a builder that is also in the stack as a frame."""
     taken = set(fixes)
-    hits = [Hit("fix", 0, f, n) for f, n in fixes]
-    hits += [Hit("frame", d, f, n) for d, (f, n) in enumerate(stack) if (f, n) not in taken]
+    reasons = [("fix", 0, f) for f in fixes]
+    reasons += [("frame", d, f) for d, f in enumerate(stack) if f not in taken]
     taken |= set(stack)
-    return hits + [Hit("builder", 0, f, n) for f, n in builders if (f, n) not in taken]
+    return reasons + [("builder", 0, f) for f in builders if f not in taken]
 
 
 def _builders(host: object, top: tuple[str, int]) -> list[tuple[str, int]]:
@@ -191,7 +192,6 @@ def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
     top = any(h.kind != "builder" and h.depth == 0 for h in hits)
     likely = top and hours is not None and hours <= LIKELY_WITHIN.total_seconds() / 3600
     first = hits[0].blamed
-    assert first is not None
     lines = [f"{h.file}:{h.line}" for h in hits]
     why = _why(hits)
     return SuspectCommit(
