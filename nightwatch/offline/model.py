@@ -30,6 +30,7 @@ from nightwatch.offline.origin_rules import Origin, Site, assignment_query, find
 from nightwatch.offline.python_origins import (
     Found,
     PyFrame,
+    defines,
     producer_origin,
     reversed_route,
     route_origin,
@@ -387,7 +388,7 @@ def _definition_hit(conv: _Conversation, function: str) -> tuple[str, int] | Non
     if not hits or hits[1]:
         return None
     return next(((path, line) for path, line, text in parse_hits(hits[0])
-                 if path.endswith(".py") and re.search(rf"\bdef\s+{re.escape(function)}\(", text)), None)
+                 if path.endswith(".py") and defines(text, {function})), None)
 
 
 def _validator_origin(conv: _Conversation) -> Found | None:

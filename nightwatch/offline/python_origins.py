@@ -22,6 +22,7 @@ Each rule reads only the frames' lines already in view; none knows any applicati
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 _NONE_ATTRIBUTE = re.compile(r"'NoneType' object has no attribute '(\w+)'")
@@ -170,7 +171,7 @@ def row_producer(message: str, crash: PyFrame) -> str | None:
 def producer_origin(function: str, path: str, source: dict[int, str]) -> Found | None:
     """In the producing function's body, a csv reader: it yields every field as a str, and the function hands its rows
     on unconverted, so the numbers downstream are strings."""
-    start = next((n for n, t in sorted(source.items()) if re.match(rf"\s*(?:async\s+)?def\s+{function}\(", t)), None)
+    start = def_line_of(source, {function})
     if start is None:
         return None
     for number in range(start + 1, max(source) + 1):
@@ -206,7 +207,8 @@ def route_origin(name: str, path: str, source: dict[int, str]) -> Found | None:
     start = next((n for n in range(declared, max(declared - 12, 0), -1) if _ROUTE_CALL.search(source.get(n, ""))), declared)
     for number in range(start, declared + 1):
         text = named.sub("", source.get(number, ""))
-        if _STRING.search(text[_ROUTE_CALL.search(text).end():] if _ROUTE_CALL.search(text) else text):
+        call = _ROUTE_CALL.search(text)
+        if _STRING.search(text[call.end():] if call else text):
             return Found(path, number, f"the URL pattern `{name}` is declared here: its route's converters decide which "
                                        "arguments reverse() accepts, and the ones the error shows match none")
     return None
@@ -231,8 +233,7 @@ def validator_names(column: str) -> list[str]:
 
 def validator_origin(column: str, path: str, source: dict[int, str]) -> Found | None:
     """In a file that validates `column`: the uniqueness query in its validator, else the validator's `def`."""
-    names = "|".join(re.escape(n) for n in validator_names(column))
-    start = next((n for n, t in sorted(source.items()) if re.match(rf"\s*(?:async\s+)?def\s+(?:{names})\(", t)), None)
+    start = def_line_of(source, set(validator_names(column)))
     if start is None:
         return None
     indent = len(source[start]) - len(source[start].lstrip())
@@ -247,6 +248,17 @@ def validator_origin(column: str, path: str, source: dict[int, str]) -> Found | 
             return Found(path, number, f"the unique `{column}` was checked here and a duplicate got through: "
                                        "this validation decides which values reach the insert")
     return Found(path, start, f"`{column}` is validated here, and a duplicate got through to the insert")
+
+
+def defines(text: str, names: Collection[str]) -> bool:
+    """Whether a line is the `def` of one of the functions `names`."""
+    found = _DEF.match(text)
+    return bool(found) and found[1] in names
+
+
+def def_line_of(source: dict[int, str], names: Collection[str]) -> int | None:
+    """The first line of `source` that defines one of `names`."""
+    return next((n for n, t in sorted(source.items()) if defines(t, names)), None)
 
 
 def _def_line(frame: PyFrame) -> int | None:
