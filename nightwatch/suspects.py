@@ -20,7 +20,7 @@ them): fewer suspects with the reason, never a failed step.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple, Protocol
 
@@ -40,7 +40,7 @@ BUILDER_WEIGHT = 0.5
 class BlameHost(Protocol):
     def blame(self, path: str, lines: list[int]) -> Blame: ...
     def landing(self, sha: str) -> Landing: ...
-    def hunk(self, sha: str, path: str) -> str: ...
+    def hunk(self, sha: str, path: str, texts: Sequence[str] = ()) -> str: ...
     def pull_url(self, number: int) -> str: ...
 
 
@@ -61,7 +61,8 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
     changes), which weigh as the top frame."""
     stack = _distinct(frames)[:MAX_FRAMES]
     fixes = _distinct(fix_lines)[:MAX_FIX_LINES]
-    builders = _builders(host, stack[0]) if stack else []
+    read = _reader(host)
+    builders = _builders(read, stack[0]) if stack else []
     blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes + builders)))
     by_sha: dict[str, list[Hit]] = {}
     for kind, depth, (file, line) in _weighed(stack, fixes, builders):
@@ -80,7 +81,7 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
             late += 1
             continue
         shipped = shipped_by(host, sha, landed, first_seen, deploys)
-        suspects.append(_suspect(host, sha, hits, landing, (landed, shipped), first_seen))
+        suspects.append(_suspect(host, sha, hits, landing, (landed, shipped), first_seen, read))
     if imported:
         notes.append("lines unchanged since the repository's first commit (an import, not a change) name no suspect")
     if late:
@@ -111,15 +112,32 @@ def _weighed(stack: list[tuple[str, int]], fixes: list[tuple[str, int]],
     return reasons + [("builder", 0, f) for f in builders if f not in taken]
 
 
-def _builders(host: object, top: tuple[str, int]) -> list[tuple[str, int]]:
-    """The lines of the statements that built the values the top frame's line uses (nightwatch.value_lines)."""
+def _reader(host: object) -> Callable[[str], list[str]]:
+    """A file's lines as they read now, each file read once; [] where the host cannot read it (a local host or
+    GitHub can; a file gone or binary reads as nothing): what is blamed never depends on it."""
     read_text = getattr(host, "read_text", None)
-    if not callable(read_text):
-        return []
+    cache: dict[str, list[str]] = {}
+
+    def read(file: str) -> list[str]:
+        if file not in cache:
+            try:
+                cache[file] = read_text(file).split("\n") if callable(read_text) else []
+            except Exception:  # noqa: BLE001 - unreadable: no slice and no narrowing, never a failed step
+                cache[file] = []
+        return cache[file]
+
+    return read
+
+
+def _builders(read: Callable[[str], list[str]], top: tuple[str, int]) -> list[tuple[str, int]]:
+    """The lines of the statements that built the values the top frame's line uses (nightwatch.value_lines)."""
     file, line = top
+    source = read(file)
+    if not source:
+        return []
     try:
-        spans = value_lines(file, read_text(file), line)
-    except Exception:  # noqa: BLE001 - an unreadable or unreadable-as-code file builds nothing: never a failed step
+        spans = value_lines(file, "\n".join(source), line)
+    except Exception:  # noqa: BLE001 - a file unreadable as code builds nothing: never a failed step
         return []
     return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
 
@@ -140,6 +158,12 @@ def _why(hits: list[Hit]) -> str:
     if frames:
         return f"last changed {len(frames)} line(s) deeper in the stack"
     return "last changed a statement that built a value the top frame's line uses"
+
+
+def _texts(read: Callable[[str], list[str]], hits: list[Hit]) -> list[str]:
+    """How the blamed lines of the suspect's first file read now (what its diff wrote, whitespace aside)."""
+    source = read(hits[0].file)
+    return [source[h.line - 1] for h in hits if h.file == hits[0].file and 0 < h.line <= len(source)]
 
 
 def _distinct(frames: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -181,9 +205,10 @@ def shipped_by(host: object, sha: str, landed: datetime | None, first_seen: date
 
 
 def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
-             when: tuple[datetime | None, Deploy | None], first_seen: datetime | None) -> SuspectCommit:
+             when: tuple[datetime | None, Deploy | None], first_seen: datetime | None,
+             read: Callable[[str], list[str]]) -> SuspectCommit:
     """Scored by its lines and by how close the change reached production before the error was first seen: the deploy
-    that shipped it where one is known, else when it landed."""
+    that shipped it where one is known, else when it landed. Its diff shows the hunks that wrote its blamed lines."""
     landed, shipped = when
     weight = _weight(hits)
     reached = shipped.at if shipped else landed
@@ -197,7 +222,7 @@ def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
     return SuspectCommit(
         sha=sha, subject=redact(first.summary)[:200], author=redact(first.author)[:80], landed_at=landed,
         pr_number=landing.pr_number, pr_url=host.pull_url(landing.pr_number) if landing.pr_number else "",
-        lines=lines, hunk=redact(host.hunk(sha, first.path or hits[0].file))[:4_000],
+        lines=lines, hunk=redact(host.hunk(sha, first.path or hits[0].file, _texts(read, hits)))[:4_000],
         hours_before_first_seen=round(hours, 1) if hours is not None else None, score=round(weight * recency, 3),
         deploy=redact(shipped.label)[:80] if shipped else "", deployed_at=shipped.at if shipped else None,
         confidence="likely" if likely else "possible", why=why)

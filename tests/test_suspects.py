@@ -80,6 +80,41 @@ def test_the_merged_change_to_the_crash_line_is_the_likely_suspect_and_the_impor
     assert suspects[0].score > suspects[1].score
 
 
+def test_the_diff_shown_is_the_hunk_that_wrote_the_blamed_line_not_the_first_hunk_of_the_commit(tmp_path: Path) -> None:
+    root = tmp_path / "shop"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    body = [f"x{n} = {n}" for n in range(1, 81)]
+    write(root, "app/report.py", body)
+    commit(root, "Import", FIRST_SEEN - timedelta(days=900))
+    changed = [*body]
+    changed[4] = "x5 = compute_header()"  # a first hunk, far above
+    changed[59] = "x60 = totals['net'] / totals['count']"  # the line the error is raised on
+    write(root, "app/report.py", changed)
+    sha = commit(root, "Report totals per line", FIRST_SEEN - timedelta(days=2))
+    changed[59] = "    x60 = totals['net']/totals['count']"  # whitespace only since: blame looks through it
+    write(root, "app/report.py", changed)
+    commit(root, "Reformat", FIRST_SEEN - timedelta(days=1))
+    host = LocalRepoHost(root)
+    suspects, _ = suspect_commits(host, [("app/report.py", 60)], FIRST_SEEN)
+    assert [s.sha for s in suspects] == [sha]
+    assert "+x60 = totals['net'] / totals['count']" in suspects[0].hunk and "compute_header" not in suspects[0].hunk
+    everything = host.hunk(sha, "app/report.py")  # with no line to look for, the whole diff of the file, as before
+    assert "compute_header" in everything and "totals['count']" in everything
+
+
+def test_a_patch_is_narrowed_to_the_hunks_that_add_a_blamed_text_and_is_whole_when_none_does() -> None:
+    from types import SimpleNamespace
+
+    from nightwatch.codehosts.github_blame import hunk_of_patch
+
+    patch = "@@ -1,3 +1,3 @@\n a\n-b\n+b = 1\n c\n@@ -40,3 +40,3 @@ def f():\n d\n-e\n+e = load(pk)\n f"
+    files = [SimpleNamespace(filename="app/x.py", previous_filename=None, patch=patch)]
+    assert hunk_of_patch(files, "app/x.py", texts=["    e  =  load(pk)"]) == "@@ -40,3 +40,3 @@ def f():\n d\n-e\n+e = load(pk)\n f"
+    assert hunk_of_patch(files, "app/x.py", texts=["not in the diff"]) == patch
+    assert hunk_of_patch(files, "app/x.py", texts=["end", "}"]) == patch  # too short to name a line
+
+
 def test_a_commit_that_landed_after_the_error_was_first_seen_is_not_its_cause(repo: Path) -> None:
     write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total_cents or 0)", ""])
     commit(repo, "Guard the total (#480)", FIRST_SEEN + timedelta(hours=1))

@@ -8,6 +8,7 @@ a blame that timed out on a huge file), never an exception: suspects are evidenc
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -127,13 +128,29 @@ def is_ancestor(root: Path, run_git, ancestor: str, descendant: str, timeout: fl
     return True
 
 
-def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_lines: int = 40) -> str:
-    """What `sha` changed in `path` (renames followed), capped."""
+def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_lines: int = 40,
+            texts: Sequence[str] = ()) -> str:
+    """What `sha` changed in `path` (renames followed), capped: the hunks that wrote one of `texts` (the blamed lines
+    as they read now) where there are any, else every hunk."""
     try:
         text = run_git(root, "show", "--format=", "--no-color", "-M", "--unified=2", sha, "--", path, timeout=timeout)
     except CodeHostError:
         return ""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
-    body = lines[start:]  # from the first hunk, as GitHub's patch of a file reads (no diff, mode or rename headers)
+    body = hunks_writing(lines[start:], texts)  # from the first hunk, as GitHub's patch of a file reads
     return "\n".join(body[:limit_lines]) + ("\n…" if len(body) > limit_lines else "")
+
+
+def hunks_writing(body: list[str], texts: Sequence[str]) -> list[str]:
+    """The hunks of one file's diff (`@@` headers and their lines) that add a line reading as one of `texts`, all
+    whitespace aside (blame looks through whitespace-only changes); every hunk when none does. A commit that touched a
+    file in several places is then shown where it wrote the blamed line, not only where its diff starts."""
+    wanted = {key for key in ("".join(t.split()) for t in texts) if len(key) >= 3}  # `end`, `}`: names nothing
+    hunks: list[list[str]] = []
+    for line in body:
+        if line.startswith("@@") or not hunks:
+            hunks.append([])
+        hunks[-1].append(line)
+    chosen = [h for h in hunks if any(line.startswith("+") and "".join(line[1:].split()) in wanted for line in h)]
+    return [line for hunk in (chosen or hunks) for line in hunk]

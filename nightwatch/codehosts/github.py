@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -308,10 +309,10 @@ class GitHubHost(GitHubRepoAdapter):
     def landing(self, sha: str) -> Landing:
         return landing_via_graphql(self._graphql, self.repo_name, sha, self.default_branch())
 
-    def hunk(self, sha: str, path: str) -> str:
+    def hunk(self, sha: str, path: str, texts: Sequence[str] = ()) -> str:
         try:
             with github_errors(f"reading commit {sha[:12]}"):
-                return hunk_of_patch(list(islice(self.repository.get_commit(sha).files, 300)), path)
+                return hunk_of_patch(list(islice(self.repository.get_commit(sha).files, 300)), path, texts=texts)
         except CodeHostError:
             return ""
 

@@ -8,10 +8,11 @@ exception, as for local git (nightwatch/codehosts/blame.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Callable
 
-from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
+from nightwatch.codehosts.blame import Blame, BlamedLine, Landing, hunks_writing
 
 BLAME_QUERY = """
 query($owner: String!, $name: String!, $ref: String!, $path: String!) {
@@ -90,11 +91,12 @@ def landing_via_graphql(query: Query, slug: str, sha: str, default_branch: str) 
     return Landing(landed_at=_when(commit.get("committedDate")), root=root)
 
 
-def hunk_of_patch(files: list[Any], path: str, limit_lines: int = 40) -> str:
-    """A commit's patch of `path` (or of the file it was renamed from), as git shows it, capped."""
+def hunk_of_patch(files: list[Any], path: str, limit_lines: int = 40, texts: Sequence[str] = ()) -> str:
+    """A commit's patch of `path` (or of the file it was renamed from), as git shows it, capped: the hunks that wrote
+    one of `texts` where there are any (nightwatch.codehosts.blame.hunks_writing)."""
     patch = next((getattr(f, "patch", None) or "" for f in files
                   if path in (getattr(f, "filename", None), getattr(f, "previous_filename", None))), "")
-    body = [line for line in patch.splitlines() if not line.startswith(("--- ", "+++ "))]
+    body = hunks_writing([line for line in patch.splitlines() if not line.startswith(("--- ", "+++ "))], texts)
     return "\n".join(body[:limit_lines]) + ("\n…" if len(body) > limit_lines else "")
 
 

@@ -14,6 +14,7 @@ import os
 import posixpath
 import re
 import subprocess
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -320,8 +321,8 @@ class LocalRepoHost:
     def landing(self, sha: str) -> Landing:
         return landing_of(self.root, run_git, sha, self._branch_ref(self.default_branch()), self.git_timeout)
 
-    def hunk(self, sha: str, path: str) -> str:
-        return hunk_of(self.root, run_git, sha, path, self.git_timeout)
+    def hunk(self, sha: str, path: str, texts: Sequence[str] = ()) -> str:
+        return hunk_of(self.root, run_git, sha, path, self.git_timeout, texts=texts)
 
     def pull_url(self, number: int) -> str:
         return self._pull_url(number)
