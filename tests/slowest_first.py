@@ -25,8 +25,10 @@ SHORTEST_KEPT_S = 0.5  # shorter tests keep their collection order; listing them
 _GROUP_SUFFIX = re.compile(r"@[\w.\-]+$")  # pytest-xdist appends `@<group>` to a grouped test's id
 
 
-def known_durations(path: Path = DURATIONS) -> dict[str, float]:
-    """Test id -> seconds; an unreadable or missing file is no order at all, never an error."""
+def known_durations(path: Path | None = None) -> dict[str, float]:
+    """Test id -> seconds (of `path`, default tests/durations.json); an unreadable or missing file is no order at all,
+    never an error."""
+    path = path or DURATIONS
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -60,7 +62,8 @@ class Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.seconds:
-            DURATIONS.write_text(json.dumps(merged(known_durations(), self.seconds), indent=1) + "\n", encoding="utf-8")
+            DURATIONS.write_text(json.dumps(merged(known_durations(DURATIONS), self.seconds), indent=1) + "\n",
+                                 encoding="utf-8")
 
 
 def pytest_configure(config: pytest.Config) -> None:
