@@ -98,9 +98,9 @@ def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> 
 
 
 # A hang guard, not a speed test: the eval is CPU-bound (its nights and their Prefect APIs), about 130 s of CPU for 29
-# cases; on one loaded core of two (`taskset -c 0 make test`) it took 438 s, and the guard keeps five times that (so
-# the test's own pytest timeout is longer than the suite's).
-EVAL_GUARD_S = 2200
+# cases; on one loaded core of two (`taskset -c 0 make test`, started beside the four next-slowest tests) it took 572 s,
+# and the guard keeps five times that (pytest's timeout for the suite, 3,400 s, is longer still).
+EVAL_GUARD_S = 2900
 
 
 def _eval(tmp_path: Path, template: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -120,7 +120,6 @@ def _nights_in(prefect_home: Path) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(EVAL_GUARD_S + 300)
 def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path, prefect_db_template: Path) -> None:
     # Two nights side by side even on one core: the path a CI machine of two cores takes
     proc = _eval(tmp_path, prefect_db_template, "--jobs", "2")
