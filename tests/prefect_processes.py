@@ -102,6 +102,12 @@ def deploy(env: dict[str, str], workdir: Path) -> dict[str, str]:
     return {**env, "DEPLOY_OUTPUT": done.stdout}
 
 
+# How long a worker may take to stop on SIGTERM before it counts as not stopping: a hang guard. It takes a few seconds
+# on a quiet machine; with five test workers on two loaded cores one took more than 20 s (the old grace, which failed
+# the test), so the guard keeps five times a 30 s stop.
+WORKER_STOP_GUARD_S = 150
+
+
 @contextlib.contextmanager
 def worker(env: dict[str, str], prefect_home: Path, pool: str = "nightwatch") -> Iterator[subprocess.Popen]:
     """A process worker on the pool with its own Prefect home (its local disk); stopped with SIGTERM as a service
@@ -116,7 +122,7 @@ def worker(env: dict[str, str], prefect_home: Path, pool: str = "nightwatch") ->
     try:
         yield proc
     finally:
-        if not stop_group(proc, 20):
+        if not stop_group(proc, WORKER_STOP_GUARD_S):
             proc.returncode = -1
 
 
