@@ -175,12 +175,14 @@ def flow_run(env: dict[str, str], run_id: str) -> dict:
 
 def wait_terminal(env: dict[str, str], run_id: str, workers: list[subprocess.Popen], after_runs: int = 0,
                   timeout_s: float = PROCESS_GUARD_S) -> dict:
-    """The flow run once it is in a terminal state after more than `after_runs` runs; fails if a worker dies."""
+    """The flow run once it is in a terminal state after more than `after_runs` runs and the workers' flow-run
+    processes have exited; fails if a worker dies. The API has the final state a moment before the run's process ends
+    (it still logs and reports), and a worker stopped in that moment waits on a process that is itself being stopped."""
     deadline = time.monotonic() + timeout_s
     run: dict = {}
     while time.monotonic() < deadline:
         run = flow_run(env, run_id)
-        if run["state"]["type"] in TERMINAL and run["run_count"] > after_runs:
+        if run["state"]["type"] in TERMINAL and run["run_count"] > after_runs and not any(map(_children, workers)):
             return run
         for proc in workers:
             if proc.poll() is not None:
@@ -188,6 +190,16 @@ def wait_terminal(env: dict[str, str], run_id: str, workers: list[subprocess.Pop
         time.sleep(1)
     logs = "\n".join(proc.log.read_text()[-2000:] for proc in workers)  # type: ignore[attr-defined]
     raise ProcessFailed(f"flow run {run_id} did not finish: {run.get('state')}\n{logs}")
+
+
+def _children(proc: subprocess.Popen) -> list[str]:
+    """The process ids `proc` (any of its threads) has started and that still run (Linux's /proc); none once it has
+    exited."""
+    found = []
+    for children in Path(f"/proc/{proc.pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            found += children.read_text().split()
+    return found
 
 
 def _healthy(port: int) -> bool:
