@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test test-fast test-durations ui deploy screenshots benchmark lint clean
+.PHONY: setup run test test-fast ui deploy screenshots benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -32,9 +32,6 @@ test: setup ## run the test suite
 
 test-fast: setup ## the tests that start no flow and no process (under a minute), while working on the core
 	bash scripts/run-tests.sh -m "not flow and not slow"
-
-test-durations: setup ## run the suite and record each test's time in tests/durations.json (the suite starts the slowest first)
-	NIGHTWATCH_RECORD_DURATIONS=1 bash scripts/run-tests.sh
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
 	bash scripts/serve-ui.sh $(UI_PORT)

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.slowest_first import pytest_collection_modifyitems, pytest_configure  # noqa: F401 - the suite's order
-
 _LOOPBACK = ("127.", "::1", "localhost")
 _real_connect = socket.socket.connect
 

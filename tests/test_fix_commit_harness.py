@@ -42,7 +42,6 @@ FIX_ITEMS = fix_test_items(load_cases(EVALS), TREES)  # the eval cases' fixes, t
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
-pytestmark = pytest.mark.xdist_group("fix-commit-harness")  # its module fixtures make the git repositories once
 PRODUCTION = "builtins:KeyError"  # the bookshop's production error: a currency missing from RATES
 CRASH = "bookshop/pricing.py"
 

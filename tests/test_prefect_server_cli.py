@@ -29,12 +29,12 @@ from tests.prefect_processes import (
     worker,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prefect-server")]  # one real server for the file
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, prefect_db_template: Path) -> Iterator[dict[str, str]]:
-    """One real Prefect server for this file's tests (the file is one xdist group: one worker runs it whole)."""
+    """One real Prefect server for this file's tests (the suite runs a file's tests on one worker)."""
     with prefect_server(tmp_path_factory.mktemp("server"), prefect_db_template) as env:
         yield env
 
