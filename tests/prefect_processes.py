@@ -102,9 +102,9 @@ def deploy(env: dict[str, str], workdir: Path) -> dict[str, str]:
     return {**env, "DEPLOY_OUTPUT": done.stdout}
 
 
-# How long a worker may take to stop on SIGTERM before it counts as not stopping: a hang guard. It takes a few seconds
-# on a quiet machine; with five test workers on two loaded cores one took more than 20 s (the old grace, which failed
-# the test), so the guard keeps five times a 30 s stop.
+# How long a worker may take to stop on SIGTERM before it counts as not stopping: a hang guard. An idle worker stops in
+# under a second; one stopped while its flow-run process was still finishing did not stop within 20 s (the old grace)
+# in three of four loaded runs, which is why wait_terminal now also waits for that process to exit.
 WORKER_STOP_GUARD_S = 150
 
 
