@@ -104,7 +104,7 @@ def deploy(env: dict[str, str], workdir: Path) -> dict[str, str]:
 
 # How long a worker may take to stop on SIGTERM before it counts as not stopping: a hang guard. An idle worker stops in
 # under a second; one stopped while its flow-run process was still finishing did not stop within 20 s (the old grace)
-# in four of six full runs one afternoon, which is why wait_terminal now also waits for that process to exit.
+# in four of six full runs in a row, which is why wait_terminal now also waits for that process to exit.
 WORKER_STOP_GUARD_S = 150
 
 
