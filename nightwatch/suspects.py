@@ -112,31 +112,28 @@ def _weighed(stack: list[tuple[str, int]], fixes: list[tuple[str, int]],
     return reasons + [("builder", 0, f) for f in builders if f not in taken]
 
 
-def _reader(host: object) -> Callable[[str], list[str]]:
-    """A file's lines as they read now, each file read once; [] where the host cannot read it (a local host or
-    GitHub can; a file gone or binary reads as nothing): what is blamed never depends on it."""
+def _reader(host: object) -> Callable[[str], str]:
+    """A file's text as it reads now, each file read once; "" where the host cannot read it (a local host or GitHub
+    can; a file gone or binary reads as nothing): what is blamed never depends on it."""
     read_text = getattr(host, "read_text", None)
-    cache: dict[str, list[str]] = {}
+    cache: dict[str, str] = {}
 
-    def read(file: str) -> list[str]:
+    def read(file: str) -> str:
         if file not in cache:
             try:
-                cache[file] = read_text(file).split("\n") if callable(read_text) else []
+                cache[file] = read_text(file) if callable(read_text) else ""
             except Exception:  # noqa: BLE001 - unreadable: no slice and no narrowing, never a failed step
-                cache[file] = []
+                cache[file] = ""
         return cache[file]
 
     return read
 
 
-def _builders(read: Callable[[str], list[str]], top: tuple[str, int]) -> list[tuple[str, int]]:
+def _builders(read: Callable[[str], str], top: tuple[str, int]) -> list[tuple[str, int]]:
     """The lines of the statements that built the values the top frame's line uses (nightwatch.value_lines)."""
     file, line = top
-    source = read(file)
-    if not source:
-        return []
     try:
-        spans = value_lines(file, "\n".join(source), line)
+        spans = value_lines(file, read(file), line)
     except Exception:  # noqa: BLE001 - a file unreadable as code builds nothing: never a failed step
         return []
     return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
@@ -160,9 +157,10 @@ def _why(hits: list[Hit]) -> str:
     return "last changed a statement that built a value the top frame's line uses"
 
 
-def _texts(read: Callable[[str], list[str]], hits: list[Hit]) -> list[str]:
-    """How the blamed lines of the suspect's first file read now (what its diff wrote, whitespace aside)."""
-    source = read(hits[0].file)
+def _texts(read: Callable[[str], str], hits: list[Hit]) -> list[str]:
+    """How the blamed lines of the suspect's first file read now (what its diff wrote, whitespace aside), numbered as
+    git numbers them."""
+    source = read(hits[0].file).split("\n")
     return [source[h.line - 1] for h in hits if h.file == hits[0].file and 0 < h.line <= len(source)]
 
 
@@ -206,7 +204,7 @@ def shipped_by(host: object, sha: str, landed: datetime | None, first_seen: date
 
 def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
              when: tuple[datetime | None, Deploy | None], first_seen: datetime | None,
-             read: Callable[[str], list[str]]) -> SuspectCommit:
+             read: Callable[[str], str]) -> SuspectCommit:
     """Scored by its lines and by how close the change reached production before the error was first seen: the deploy
     that shipped it where one is known, else when it landed. Its diff shows the hunks that wrote its blamed lines."""
     landed, shipped = when

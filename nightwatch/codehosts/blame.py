@@ -138,14 +138,14 @@ def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_line
         return ""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
-    body = hunks_writing(lines[start:], texts)  # from the first hunk, as GitHub's patch of a file reads
-    return "\n".join(body[:limit_lines]) + ("\n…" if len(body) > limit_lines else "")
+    return hunks_writing(lines[start:], texts, limit_lines)  # from the first hunk, as GitHub's patch of a file reads
 
 
-def hunks_writing(body: list[str], texts: Sequence[str]) -> list[str]:
+def hunks_writing(body: list[str], texts: Sequence[str], limit_lines: int) -> str:
     """The hunks of one file's diff (`@@` headers and their lines) that add a line reading as one of `texts`, all
-    whitespace aside (blame looks through whitespace-only changes); every hunk when none does. A commit that touched a
-    file in several places is then shown where it wrote the blamed line, not only where its diff starts."""
+    whitespace aside (blame looks through whitespace-only changes), or every hunk when none does; capped at
+    `limit_lines`. A commit that touched a file in several places is then shown where it wrote the blamed line, not
+    only where its diff starts."""
     wanted = {key for key in ("".join(t.split()) for t in texts) if len(key) >= 3}  # `end`, `}`: names nothing
     hunks: list[list[str]] = []
     for line in body:
@@ -153,4 +153,5 @@ def hunks_writing(body: list[str], texts: Sequence[str]) -> list[str]:
             hunks.append([])
         hunks[-1].append(line)
     chosen = [h for h in hunks if any(line.startswith("+") and "".join(line[1:].split()) in wanted for line in h)]
-    return [line for hunk in (chosen or hunks) for line in hunk]
+    shown = [line for hunk in (chosen or hunks) for line in hunk]
+    return "\n".join(shown[:limit_lines]) + ("\n…" if len(shown) > limit_lines else "")
