@@ -11,6 +11,7 @@ import re
 from nightwatch.models import ErrorGroup, PriorAnalysis, TraceData
 from nightwatch.redact import fence
 from nightwatch.research import ResearchContext
+from nightwatch.stack_view import stack_lines
 
 
 def single_line(text: str, limit: int = 300) -> str:
@@ -38,12 +39,12 @@ def error_header(error: ErrorGroup, traces: TraceData) -> str:
     return "\n".join(lines)
 
 
-def trace_summary(traces: TraceData, frames: int = 12) -> str:
-    shown = traces.stack_frames[:frames]
-    body = "\n".join(f"{'[app] ' if f.in_app else '      '}{f.render()}" for f in shown) or "(no stack frames)"
-    if len(traces.stack_frames) > frames:
-        body += f"\n… {len(traces.stack_frames) - frames} more frames (get_error_traces shows them)"
-    return "## Stack (top first)\n" + fence("stack trace", body)
+def trace_summary(traces: TraceData, app_frames: int = 12) -> str:
+    """The stack as get_error_traces shows it (framework runs counted), up to `app_frames` application frames."""
+    body = "\n".join(stack_lines(traces.stack_frames, max_app=app_frames)) or "(no stack frames)"
+    if sum(f.in_app for f in traces.stack_frames) > app_frames:
+        body += " (get_error_traces shows them)"
+    return "## Stack (top first; [app] = application code, runs of framework frames counted)\n" + fence("stack trace", body)
 
 
 def priors_section(priors: list[PriorAnalysis]) -> str:

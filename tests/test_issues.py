@@ -10,7 +10,15 @@ from typing import Iterator
 import pytest
 from pydantic import SecretStr
 
-from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, FileChange, TriageVerdict
+from nightwatch.models import (
+    Analysis,
+    ErrorAnalysisResult,
+    ErrorGroup,
+    FileChange,
+    RegressionTest,
+    TriageVerdict,
+    Verification,
+)
 from nightwatch.publishers.issues import FileIssueTracker, GitHubIssueTracker, file_issues
 from nightwatch.render.issue import issue_body, issue_title, occurrence_comment
 from tests.fakes.github import FakeGitHub
@@ -54,6 +62,15 @@ def test_a_triage_only_result_still_makes_a_useful_issue() -> None:
     body = issue_body(result, "run-1", demo=False)
     assert "A nil order reaches checkout." in body and "Analysis incomplete: token budget spent" in body
     assert "## Proposed changes" not in body and "## Reasoning" not in body
+
+
+def test_a_regression_test_that_could_not_run_is_shown_in_its_own_language() -> None:
+    result = make_result()
+    result.analysis.regression_test = RegressionTest(path="spec/requests/checkout_spec.rb", content="it 'checks out' do\nend")
+    result.verification = Verification(status="not run", reason="no Ruby toolchain on this machine")
+    body = issue_body(result, "run-1", demo=False)
+    assert "**not run**: no Ruby toolchain on this machine" in body
+    assert "```ruby\nit 'checks out' do\nend\n```" in body
 
 
 def test_titles_are_one_line_and_capped() -> None:

@@ -11,6 +11,7 @@ from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import SEARCH_SHOWN, CodeCache, ToolRunner, render_traces
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.models import ErrorGroup, StackFrame, TraceData
+from nightwatch.prompts import trace_summary
 from nightwatch.sources.parse import parse_stack_trace
 from tests.gitrepo import commit_all
 
@@ -73,6 +74,25 @@ def test_framework_frames_are_counted_and_every_app_frame_kept() -> None:
     assert "… 19 more framework frames (actionpack 19)" in text
     assert "… 16 more framework frames (activesupport 11, puma 5)" in text
     assert text.count("gems/") == 2
+
+
+def test_the_first_message_shows_app_frames_below_a_deep_library_stack() -> None:
+    """A Python error raised deep in a library: its application frames come after more framework frames than the first
+    message used to show (twelve raw frames), and every one of them is shown, the library runs counted."""
+    trace = "\n".join(
+        ["Traceback (most recent call last):"]
+        + ['  File "/srv/app/hc/api/views.py", line 41, in ping', "    check.ping(body)"]
+        + ['  File "/srv/app/hc/api/models.py", line 230, in ping', "    self.save()"]
+        + [f'  File "/usr/local/lib/python3.12/site-packages/django/db/models/base.py", line {i}, in save_base' for i in range(14)]
+        + [f'  File "/usr/local/lib/python3.12/site-packages/psycopg/cursor.py", line {i}, in execute' for i in range(3)]
+        + ["psycopg.errors.DataError: invalid byte sequence"])
+    traces = TraceData(fingerprint="f", stack_frames=parse_stack_trace(trace))
+    assert len(traces.stack_frames) == 19 and not traces.stack_frames[0].in_app  # top first: psycopg raised
+    text = trace_summary(traces)
+    assert "[app] /srv/app/hc/api/models.py:230 in `ping`" in text and "[app] /srv/app/hc/api/views.py:41 in `ping`" in text
+    assert "… 16 more framework frames (django 14, psycopg 2)" in text and text.count("site-packages/") == 1
+    assert "more application frames" not in trace_summary(traces, app_frames=2)
+    assert "… 1 more application frames (get_error_traces shows them)" in trace_summary(traces, app_frames=1)
 
 
 def test_a_broad_search_groups_by_file_and_counts_exactly_what_it_left_out(tmp_path: Path) -> None:

@@ -4,6 +4,11 @@ Pydantic's JSON Schema names nested models in `$defs` and decorates every schema
 The tool schema inlines each `$ref` and drops those `title` annotations, walking the schema by its
 keywords, so a key inside `properties` (a property name, e.g. `Analysis.title`) is never mistaken for
 a keyword, and data (`default`, `enum`, `const`, `examples`) is copied untouched.
+
+The schema is sent with every request of a conversation, so it says only what the model needs to fill it:
+an optional field (`X | None = None`, not in `required`) is described as X alone, since leaving it out
+is how the model says "none", and the root model's docstring (written for developers; the tool has
+its own description) is left out.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema with `$defs` inlined and annotation titles dropped (never property names)."""
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
+    schema.pop("description", None)
     return _schema(schema, defs, ())
 
 
@@ -54,4 +60,16 @@ def _schema(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
             out[key] = {name: _schema(v, defs, seen) for name, v in value.items()}
         else:
             out[key] = copy.deepcopy(value)
-    return out
+    return _optional(out)
+
+
+def _optional(node: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [X, null]` with `default: null` (an optional field) as X with the node's own annotations; any other
+    node as it is. A field that must be given, even as null, keeps its null."""
+    branches = node.get("anyOf")
+    if "default" not in node or node["default"] is not None or not isinstance(branches, list) or len(branches) != 2:
+        return node
+    kept = [b for b in branches if b != {"type": "null"}]
+    if len(kept) != 1 or not isinstance(kept[0], dict):
+        return node
+    return {**kept[0], **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}

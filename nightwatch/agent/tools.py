@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -21,8 +20,9 @@ from nightwatch.agent.file_view import file_view, numbered_lines
 from nightwatch.agent.recall import EventLog, recall
 from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
-from nightwatch.models import Analysis, StackFrame, ToolCall, TraceData
+from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence, redact
+from nightwatch.stack_view import stack_lines
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
@@ -339,41 +339,6 @@ def render_traces(traces: TraceData, max_samples: int = 3) -> str:
         lines.append("stack trace:\n" + redact(traces.stack_trace)[:8000])
     lines.extend(f"note: {n}" for n in traces.notes)
     return redact("\n".join(lines)) or "No traces were recorded for this error."
-
-
-def stack_lines(frames: list[StackFrame], max_app: int = 60) -> list[str]:
-    """Every application frame (up to `max_app`); of each run of framework frames, its first and a count by library."""
-    out: list[str] = []
-    run: list[StackFrame] = []
-    shown_app = 0
-
-    def flush() -> None:
-        if run:
-            out.append(f"        {run[0].render()}")
-            if len(run) > 1:
-                counts = Counter(_library_of(f.file) for f in run[1:])
-                out.append(f"        … {len(run) - 1} more framework frames ("
-                           + ", ".join(f"{name} {n}" for name, n in counts.most_common(6)) + ")")
-            run.clear()
-
-    for frame in frames:
-        if not frame.in_app:
-            run.append(frame)
-            continue
-        flush()
-        shown_app += 1
-        if shown_app <= max_app:
-            out.append(f"  [app] {frame.render()}")
-    flush()
-    if shown_app > max_app:
-        out.append(f"  … {shown_app - max_app} more application frames")
-    return out
-
-
-def _library_of(path: str) -> str:
-    match = re.search(r"gems/([A-Za-z][\w.-]*?)-\d[\w.]*/|(?:site|dist)-packages/([\w.]+)|node_modules/((?:@[\w.-]+/)?[\w.-]+)|"
-                      r"lib/(ruby|python\d[\d.]*)/", path)
-    return next((g for g in match.groups() if g), "other") if match else "other"
 
 
 def _capped(text: str) -> str:

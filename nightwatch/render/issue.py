@@ -180,7 +180,7 @@ def _verification_section(result: ErrorAnalysisResult, reproduction: bool = True
     lines = ["## Verification", f"**{v.status}**" + (f": {prose(v.reason, 1_000)}" if v.reason else "")]
     test = result.analysis.regression_test if result.analysis else None
     if test is not None:
-        lines.append(f"Regression test {code(test.test or test.path)}:\n\n" + fenced(safe(test.content, 6_000), "python"))
+        lines.append(f"Regression test {code(test.test or test.path)}:\n\n" + fenced(safe(test.content, 6_000), language_of(test.path)))
     if v.runs:
         lines.append("\n".join(f"- {prose(r.label, 200)}: {code(r.command)}: **{prose(r.outcome, 200)}** ({r.seconds:g} s)"
                                for r in v.runs))

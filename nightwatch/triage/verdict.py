@@ -80,7 +80,7 @@ def triage_tool() -> dict[str, Any]:
 
 
 def triage_params(error: ErrorGroup, traces: TraceData, priors: list[PriorAnalysis], model: str, max_tokens: int = 1024) -> dict[str, Any]:
-    text = "\n\n".join(part for part in (error_header(error, traces), trace_summary(traces, frames=8), priors_section(priors)) if part)
+    text = "\n\n".join(part for part in (error_header(error, traces), trace_summary(traces, app_frames=8), priors_section(priors)) if part)
     return {
         "model": model,
         "max_tokens": max_tokens,
