@@ -45,6 +45,18 @@ def test_reads_lists_and_digests_the_default_branch(fake: FakeGitHub) -> None:
     assert host.file_digest("../etc/passwd") is None
 
 
+def test_a_night_fetches_each_file_once_and_keeps_reading_what_it_first_saw(fake: FakeGitHub) -> None:
+    host = make_host(fake)
+    path = fake.repo_path("/contents/app/models/order.rb")
+    digest = host.file_digest("app/models/order.rb")
+    assert host.read_file("./app/models/order.rb", start_line=2, end_line=2) == "  def total\n"
+    fake.add_file("app/models/order.rb", "# pushed during the night\n" + ORDER)
+    assert host.read_text("app/models/order.rb") == ORDER and host.file_digest("app/models/order.rb") == digest
+    assert [h.line for h in host.search_code("items.sum")] == [3]
+    assert len(fake.server.calls("GET", path)) == 1
+    assert make_host(fake).read_file("app/models/order.rb").startswith("# pushed")  # the next night reads anew
+
+
 def test_errors_are_short_and_actionable(fake: FakeGitHub) -> None:
     host = make_host(fake)
     with pytest.raises(CodeHostError, match="no such file: app/models/missing.rb"):

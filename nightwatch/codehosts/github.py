@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,6 +57,7 @@ from nightwatch.models import CorrelatedPR
 REPO_SLUG = re.compile(r"^[\w.-]+/[\w.-]+$")
 MAX_PRS_SCANNED = 200  # closed PRs looked at per call, newest update first
 MAX_FILES_PER_PR = 300
+FILES_KEPT = 256  # files a night keeps once read (the contents API serves at most 1 MB each)
 RATE_LIMIT_MAX_WAIT_S = 60  # wait out a short rate-limit reset; a longer one fails the call with a clear message
 # Paginated lists are cut with itertools.islice, never sliced: PyGithub 2.x raises IndexError when a
 # slice of an empty result is iterated.
@@ -164,7 +167,11 @@ class GitHubRepoAdapter:
 
 
 class GitHubHost(GitHubRepoAdapter):
-    """One GitHub repository's default branch, read through the REST API."""
+    """One GitHub repository's default branch, read through the REST API.
+
+    A host serves one night: each file is fetched once and kept (up to FILES_KEPT, least recently read first out),
+    so its digest, its preview, its suspects' lines and every range the agent reads come from one request and agree
+    with each other, even if the branch moves during the night."""
 
     search_is_exhaustive = False  # code search ranks files; the lines are read from the first max_search_files
 
@@ -172,6 +179,8 @@ class GitHubHost(GitHubRepoAdapter):
         super().__init__(repo, token, *args, **kwargs)
         self.name = f"github:{repo}"
         self.max_search_files = max_search_files
+        self._kept: OrderedDict[str, bytes] = OrderedDict()
+        self._kept_lock = threading.Lock()
 
     # reading ------------------------------------------------------------------------------------
     def _contents(self, rel: str, missing: str) -> Any:
@@ -180,6 +189,18 @@ class GitHubHost(GitHubRepoAdapter):
 
     def _file_bytes(self, path: str) -> tuple[str, bytes]:
         rel = safe_relative_path(path)
+        with self._kept_lock:
+            if rel in self._kept:
+                self._kept.move_to_end(rel)
+                return rel, self._kept[rel]
+        rel, data = self._fetch_file(rel)
+        with self._kept_lock:
+            self._kept[rel] = data
+            while len(self._kept) > FILES_KEPT:
+                self._kept.popitem(last=False)
+        return rel, data
+
+    def _fetch_file(self, rel: str) -> tuple[str, bytes]:
         content = self._contents(rel, f"no such file: {rel} (list_directory or search_code can find the right path)")
         if isinstance(content, list):
             raise CodeHostError(f"{rel} is a directory; use list_directory")
