@@ -54,6 +54,8 @@ def test_a_night_fetches_each_file_once_and_keeps_reading_what_it_first_saw(fake
     assert host.read_text("app/models/order.rb") == ORDER and host.file_digest("app/models/order.rb") == digest
     assert [h.line for h in host.search_code("items.sum")] == [3]
     assert len(fake.server.calls("GET", path)) == 1
+    assert host.current_digest("app/models/order.rb") != digest  # what a fix would be committed over: asked anew
+    assert host.read_text("app/models/order.rb") == ORDER and len(fake.server.calls("GET", path)) == 2
     assert make_host(fake).read_file("app/models/order.rb").startswith("# pushed")  # the next night reads anew
 
 

@@ -82,7 +82,14 @@ class CodeHost(Protocol):
 
     def recent_merged_prs(self, since: datetime, limit: int = 30) -> list[CorrelatedPR]: ...
 
-    def file_digest(self, path: str) -> str | None: ...
+    def file_digest(self, path: str) -> str | None:
+        """sha256 of the file as this night reads it; None when it is not a file of the repository."""
+        ...
+
+    def current_digest(self, path: str) -> str | None:
+        """sha256 of the file on the default branch now (a host that keeps what it read asks again): what a fix is
+        committed over."""
+        ...
 
     def tracked_files(self) -> frozenset[str]:
         """Every file path of the default branch (secret files included: only names, to map trace paths)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
 from itertools import islice
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import requests
 from github import Auth, Github, GithubException, GithubRetry
@@ -233,9 +233,17 @@ class GitHubHost(GitHubRepoAdapter):
         return decode_text(rel, data)
 
     def file_digest(self, path: str) -> str | None:
-        """sha256 of the file on the default branch; None when it is not a file of this repository."""
+        """sha256 of the file as this night first read it; None when it is not a file of this repository."""
+        return self._digest(self._file_bytes, path)
+
+    def current_digest(self, path: str) -> str | None:
+        """sha256 of the file on the default branch now, asked anew (what a fix is committed over)."""
+        return self._digest(lambda p: self._fetch_file(safe_relative_path(p)), path)
+
+    @staticmethod
+    def _digest(read: Callable[[str], tuple[str, bytes]], path: str) -> str | None:
         try:
-            return digest_bytes(self._file_bytes(path)[1])
+            return digest_bytes(read(path)[1])
         except GitHubError as exc:
             if exc.status == 404:
                 return None

@@ -195,6 +195,10 @@ class LocalRepoHost:
             return None
         return digest_bytes(real.read_bytes()) if real.is_file() else None
 
+    def current_digest(self, path: str) -> str | None:
+        """The checkout is read anew every time: the same as file_digest."""
+        return self.file_digest(path)
+
     def list_directory(self, path: str = "") -> list[str]:
         """Repository-relative paths of a folder's tracked entries, folders ending with '/'; secret files left out."""
         rel, real = self._resolve(path, allow_root=True)

@@ -180,8 +180,9 @@ def _publish(
 
 
 def _changed_since_validation(fix: ValidatedFix, host: CodeHost) -> list[str]:
-    """A fix is only committed over the exact text it was validated against."""
-    return [path for path, digest in sorted(fix.base_digests.items()) if host.file_digest(path) != digest]
+    """A fix is only committed over the exact text it was validated against: the branch as it is now, not as the night
+    first read it."""
+    return [path for path, digest in sorted(fix.base_digests.items()) if host.current_digest(path) != digest]
 
 
 def _write_summary(path: Path, outcome: CreatedPRResult, title: str, body: str, run_id: str) -> None:
