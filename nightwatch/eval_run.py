@@ -13,7 +13,7 @@ import contextlib
 import json
 import multiprocessing
 import os
-import shutil
+import sqlite3
 import sys
 import tempfile
 import textwrap
@@ -210,10 +210,26 @@ def _worker_start(root: str, template: str) -> None:
     home = Path(root) / "workers" / f"prefect-{os.getpid()}"
     home.mkdir(parents=True, exist_ok=True)
     if Path(template).is_file() and not (home / "prefect.db").exists():
-        shutil.copyfile(template, home / "prefect.db")
+        copy_database(Path(template), home / "prefect.db")
     os.environ["PREFECT_HOME"] = str(home)
     environment.configure(Path(root))
     run_log.start(Path(root))
+
+
+def copy_database(source: Path, target: Path) -> bool:
+    """A consistent copy of a SQLite database another process may be writing (this eval's Prefect API migrating it, its
+    latest writes still in the write-ahead log): SQLite's online backup, never a file copy that could catch a page
+    half-written. False, and no file, when it cannot be read (the worker's Prefect then makes its own)."""
+    partial = target.with_name(target.name + ".copying")
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)) as src, \
+                contextlib.closing(sqlite3.connect(partial)) as dst:
+            src.backup(dst)
+        os.replace(partial, target)
+        return True
+    except sqlite3.Error:
+        partial.unlink(missing_ok=True)
+        return False
 
 
 def _worker_case(case: EvalCase, root: Path, checkout: Path | None, pr_min_confidence: str) -> CaseScore:
