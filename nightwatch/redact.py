@@ -275,6 +275,15 @@ def redact(text: str, guarded: bool = True) -> str:
     return out
 
 
+def redact_diff(text: str) -> str:
+    """A unified diff redacted: as a whole (a private key spans lines), then each line without its `+`, `-` or ` `
+    marker, which stands where a `KEY=value` or YAML `key: value` rule expects the start of a line."""
+    if not text:
+        return text
+    lines = redact(text).split("\n")
+    return "\n".join(line[:1] + redact(line[1:]) if line[:1] in ("+", "-", " ") else line for line in lines)
+
+
 _RULES: list[tuple[tuple[str, ...], Callable[[str], str]]] = [
     ((), lambda t: _redact_private_keys(t)),  # rules defined further down: looked up when run
     (("://",), lambda t: _URL_USER_PASS.sub(_url_password, t)),
@@ -902,10 +911,15 @@ def _redacted_and_capped(text: str, limit: int) -> tuple[str, str | None]:
     return _joined(head[:head_size], tail[-tail_size:] if tail_size else "", len(text))
 
 
+_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # what a reader may take for a line end besides \n
+_FENCE_TAG = re.compile(r"<(\s*/?\s*untrusted)", re.IGNORECASE)  # a tag of the fence's own, opening or closing
+
+
 def fence(label: str, text: str) -> str:
     """Wrap untrusted text so the model treats it as data, never as instructions. The label may carry untrusted text
     too (a commit's subject, a deploy marker's version): it cannot close its attribute or the tag."""
-    body = text.replace("</untrusted", "<\\/untrusted")
+    body = _LINE_BREAKS.sub(" ", text.replace("\r\n", "\n"))  # only "\n" ends a line: no other separator starts one
+    body = _FENCE_TAG.sub(r"‹\1", body)  # shown, never read as a tag: no fence ends or starts inside
     label = label.replace('"', "'").replace("<", "‹").replace(">", "›").replace("\n", " ")
     return (
         f'<untrusted source="{label}">\n{body}\n</untrusted>\n'

@@ -9,6 +9,13 @@ from collections import Counter
 
 from nightwatch.models import StackFrame
 
+_BREAKS = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def one_line(value: object) -> str:
+    """Production text on one line: a frame's name or a sample's value cannot start a line of its own."""
+    return _BREAKS.sub(" ", str(value))
+
 
 def stack_lines(frames: list[StackFrame], max_app: int = 60) -> list[str]:
     """Every application frame (up to `max_app`, and the framework frames around them); of each run of framework
@@ -19,7 +26,7 @@ def stack_lines(frames: list[StackFrame], max_app: int = 60) -> list[str]:
 
     def flush() -> None:
         if run and shown_app <= max_app:
-            out.append(f"        {run[0].render()}")
+            out.append(f"        {one_line(run[0].render())}")
             if len(run) > 1:
                 counts = Counter(_library_of(f.file) for f in run[1:])
                 out.append(f"        … {len(run) - 1} more framework frames ("
@@ -33,7 +40,7 @@ def stack_lines(frames: list[StackFrame], max_app: int = 60) -> list[str]:
         flush()
         shown_app += 1
         if shown_app <= max_app:
-            out.append(f"  [app] {frame.render()}")
+            out.append(f"  [app] {one_line(frame.render())}")
     flush()
     if shown_app > max_app:
         out.append(f"  … {shown_app - max_app} more application frames")

@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple, Protocol
 
+from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
 from nightwatch.models import Deploy, SuspectCommit, TraceData
-from nightwatch.redact import redact
+from nightwatch.redact import redact, redact_diff
 from nightwatch.value_lines import value_lines
 
 LIKELY_WITHIN = timedelta(hours=72)
@@ -176,7 +177,11 @@ def _blame_stack(host: BlameHost, stack: list[tuple[str, int]]) -> tuple[dict[tu
     found: dict[tuple[str, int], BlamedLine] = {}
     notes: list[str] = []
     for file, lines in per_file.items():
-        result = host.blame(file, lines)
+        try:
+            result = host.blame(file, lines)
+        except CodeHostError as exc:  # a path the host refuses (the analysis's origin is the model's text)
+            notes.append(f"no blame for {file[:200]}: {str(exc)[:200]}")
+            continue
         notes.extend(result.notes)
         found.update({(file, b.line): b for b in result.lines})
     return found, notes
@@ -220,7 +225,7 @@ def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
     return SuspectCommit(
         sha=sha, subject=redact(first.summary)[:200], author=redact(first.author)[:80], landed_at=landed,
         pr_number=landing.pr_number, pr_url=host.pull_url(landing.pr_number) if landing.pr_number else "",
-        lines=lines, hunk=redact(host.hunk(sha, first.path or hits[0].file, _texts(read, hits)))[:4_000],
+        lines=lines, hunk=redact_diff(host.hunk(sha, first.path or hits[0].file, _texts(read, hits)))[:4_000],
         hours_before_first_seen=round(hours, 1) if hours is not None else None, score=round(weight * recency, 3),
         deploy=redact(shipped.label)[:80] if shipped else "", deployed_at=shipped.at if shipped else None,
         confidence="likely" if likely else "possible", why=why)

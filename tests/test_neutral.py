@@ -63,3 +63,13 @@ def test_python_reprs_and_html_in_an_error_stay_visible_text_in_the_issue_never_
     outside = "\n".join(prose_lines)
     assert "<img" not in outside and "<details" not in outside and "<User" not in outside
     assert "&lt;class 'str'&gt;" in outside and "&lt;User: alice&gt;" in outside  # shown, not swallowed as a tag
+
+
+def test_issue_prose_after_a_code_span_by_entity_or_by_reference_mentions_and_links_nothing():
+    from nightwatch.render.issue import prose
+
+    out = prose("`x`@octocat &#64;hubot see acme/secret-repo#1 and #7, `@decorator & <T>` stays as written")
+    assert f"`x`@{JOINER}octocat" in out  # a mention right after a code span
+    assert "&amp;#" in out and "&#64;" not in out  # shown as the characters it is, not decoded to an @mention
+    assert f"acme/secret-repo#{JOINER}1" in out and f"#{JOINER}7" in out  # no cross-reference on another issue
+    assert "`@decorator & <T>`" in out  # inside a code span nothing fires: copied as written

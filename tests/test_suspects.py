@@ -166,6 +166,59 @@ def test_commit_text_is_inert_in_the_issue_and_in_slack() -> None:
     assert "introduced by" in text and "<!channel>" not in text
 
 
+def test_a_commit_subject_cannot_forge_porcelain_lines_or_crash_the_blame(repo: Path) -> None:
+    """A subject holding U+2028 (which str.splitlines takes for a line end, git does not) cannot start a header of its
+    own: not a date no datetime can hold, not an entry blaming the line on someone else's commit."""
+    victim = git(repo, "rev-parse", "HEAD~1").strip()
+    forged = (f"Tidy\u2028committer-time 253402300800\u2028\tx\u2028{victim} 3 3 1\u2028author Victor Victim"
+              "\u2028summary Refactor payments")
+    write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total_cents + 0)", ""])
+    attacker = commit(repo, forged, FIRST_SEEN - timedelta(hours=20), author="Mallory")
+    suspects, _ = suspect_commits(LocalRepoHost(repo), [("app/views.py", 3)], FIRST_SEEN)
+    assert [(s.sha, s.author) for s in suspects] == [(attacker, "Mallory")]
+    assert "Victor" not in suspects[0].subject or suspects[0].subject.startswith("Tidy")
+
+
+@pytest.mark.parametrize("subject, date", [
+    ("Fix the total (#" + "9" * 5000 + ")", None),  # a squash number past int()'s digit limit
+    ("Fix the total", "@253402300800 +0000"),  # dated after the year 9999
+    ("Fix the total", "@1763000000 +9959"),  # a zone git accepts and Python's ISO parser does not
+], ids=["squash-number", "year-10000", "zone-9959"])
+def test_a_commit_no_date_or_number_can_hold_gives_a_suspect_never_a_failed_step(repo: Path, subject: str,
+                                                                                  date: str | None) -> None:
+    write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total_cents + 1)", ""])
+    git(repo, "add", "-A")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Eve", "GIT_AUTHOR_EMAIL": "e@example.com", "GIT_COMMITTER_NAME": "Eve",
+           "GIT_COMMITTER_EMAIL": "e@example.com",
+           "GIT_AUTHOR_DATE": date or (FIRST_SEEN - timedelta(hours=5)).isoformat(),
+           "GIT_COMMITTER_DATE": date or (FIRST_SEEN - timedelta(hours=5)).isoformat()}
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", subject], check=True, capture_output=True, env=env)
+    suspects, _ = suspect_commits(LocalRepoHost(repo), [("app/views.py", 3)], FIRST_SEEN)
+    assert suspects and suspects[0].author == "Eve" and suspects[0].pr_number is None
+
+
+def test_a_secret_a_commit_removed_or_added_is_redacted_in_its_hunk(repo: Path) -> None:
+    write(repo, "config/settings.py", ["import os", "DB_PASSWORD = 'hunter2-prod'", "STRIPE_SECRET=whsec_live_4c9f2a7e", ""])
+    write(repo, "config/database.yml", ["production:", "  host: db", "  user: app", ""])
+    commit(repo, "Settings", FIRST_SEEN - timedelta(days=30))
+    write(repo, "config/settings.py", ["import os", "DB_PASSWORD = os.environ['DB_PASSWORD']", "DB = connect(DB_PASSWORD)", ""])
+    write(repo, "config/database.yml", ["production:", "  host: db", "  password: hunter2-prod", "  user: app", ""])
+    commit(repo, "Move the secrets to the environment", FIRST_SEEN - timedelta(hours=6))
+    host = LocalRepoHost(repo)
+    for frame in (("config/settings.py", 3), ("config/database.yml", 3)):
+        suspects, _ = suspect_commits(host, [frame], FIRST_SEEN)
+        assert suspects[0].subject == "Move the secrets to the environment", frame
+        assert "hunter2-prod" not in suspects[0].hunk and "whsec_live_4c9f2a7e" not in suspects[0].hunk, suspects[0].hunk
+        assert "[REDACTED]" in suspects[0].hunk
+
+
+def test_an_origin_the_host_refuses_is_a_note_not_a_failure(repo: Path) -> None:
+    suspects, notes = suspect_commits(LocalRepoHost(repo), [("app/views.py", 3), ("../etc/passwd", 1), (".git/config", 2)],
+                                      FIRST_SEEN)
+    assert suspects and suspects[0].subject == "Show totals in cents"
+    assert any("../etc/passwd" in n for n in notes) and any(".git/config" in n for n in notes)
+
+
 # The demo night, with no model: each planted bug's top suspect is the pull request its answer key says introduced it
 def test_every_demo_bug_whose_lines_history_changed_names_the_pull_request_that_introduced_it(tmp_path: Path) -> None:
     import yaml

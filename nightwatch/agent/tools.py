@@ -22,7 +22,7 @@ from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence, redact
-from nightwatch.stack_view import stack_lines
+from nightwatch.stack_view import one_line, stack_lines
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
@@ -331,7 +331,7 @@ def render_traces(traces: TraceData, max_samples: int = 3) -> str:
     """The error's occurrences and stack, redacted (production data), the raw trace cut only after redaction."""
     lines = []
     for sample in traces.transaction_errors[:max_samples]:
-        lines.append("occurrence: " + ", ".join(f"{k}={v}" for k, v in sample.items() if v not in (None, "")))
+        lines.append("occurrence: " + ", ".join(f"{k}={one_line(redact(str(v)))}" for k, v in sample.items() if v not in (None, "")))
     if traces.stack_frames:
         lines.append("stack (top first, [app] = application code; runs of framework frames are counted):")
         lines.extend(stack_lines(traces.stack_frames))

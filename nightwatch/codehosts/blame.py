@@ -48,18 +48,19 @@ class Landing(Model):
 
 
 def parse_porcelain(text: str) -> list[BlamedLine]:
-    """`git blame --porcelain` output: one entry per final line; a commit's details are given once, then reused."""
+    """`git blame --porcelain` output: one entry per final line; a commit's details are given once, then reused.
+    Lines are git's, split on "\n" only: a commit's subject or author may hold any other line separator (U+2028,
+    form feed...) and must not start a header of its own."""
     commits: dict[str, dict[str, str]] = {}
     out: list[BlamedLine] = []
     current: dict[str, str] | None = None
     final = 0
     sha = ""
-    for raw in text.splitlines():
+    for raw in text.split("\n"):
         if raw.startswith("\t"):  # the line's content closes its entry
             info = commits.get(sha, {})
-            moment = info.get("committer-time") or info.get("author-time")
             out.append(BlamedLine(line=final, sha=sha, author=info.get("author", ""), summary=info.get("summary", ""),
-                                  committed_at=datetime.fromtimestamp(int(moment), tz=timezone.utc) if moment else None,
+                                  committed_at=_moment(info.get("committer-time") or info.get("author-time")),
                                   boundary="boundary" in info, path=info.get("filename", "")))
             current = None
             continue
@@ -72,6 +73,27 @@ def parse_porcelain(text: str) -> list[BlamedLine]:
             key, _, value = raw.partition(" ")
             current[key] = value
     return out
+
+
+def _moment(seconds: str | None) -> datetime | None:
+    """A porcelain timestamp; None for one no date can hold (a commit dated after the year 9999)."""
+    try:
+        return datetime.fromtimestamp(int(seconds), tz=timezone.utc) if seconds else None
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def _when(iso: str) -> datetime | None:
+    """git's strict ISO date (%cI); None for one Python cannot read (git accepts a zone such as +9959)."""
+    try:
+        return datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+
+
+def _number(digits: str) -> int | None:
+    """A pull request's number from a commit subject; None past any number a pull request has."""
+    return int(digits) if len(digits) <= 9 else None
 
 
 def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float) -> Blame:
@@ -100,21 +122,22 @@ def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -
     that descends from it, unless `sha` was on that line already), or a squash commit's own number, or the commit
     itself."""
     try:
-        own = run_git(root, "log", "-1", f"--format=%cI{FIELD}%s{FIELD}%P", sha, timeout=timeout).strip("\n").split(FIELD)
+        # the subject last: it is the one field a committer writes, and may hold the separator itself
+        own = run_git(root, "log", "-1", f"--format=%cI{FIELD}%P{FIELD}%s", sha, timeout=timeout).strip("\n").split(FIELD, 2)
         merges = run_git(root, "log", "--merges", "--first-parent", "--ancestry-path", "--reverse",
                          f"--format=%H{FIELD}%cI{FIELD}%s{RECORD}", f"{sha}..{branch_ref}", timeout=timeout)
     except CodeHostError:
         return Landing()
-    if len(own) == 3 and not own[2].strip():
-        return Landing(landed_at=datetime.fromisoformat(own[0]), root=True)
-    fields = next((r.strip("\n").split(FIELD) for r in merges.split(RECORD) if r.strip()), [])
+    if len(own) == 3 and not own[1].strip():
+        return Landing(landed_at=_when(own[0]), root=True)
+    fields = next((r.strip("\n").split(FIELD, 2) for r in merges.split(RECORD) if r.strip()), [])
     # a merge brought `sha` unless it was on the branch's line already (an ancestor of the merge's first parent)
     brought = len(fields) == 3 and is_ancestor(root, run_git, sha, f"{fields[0]}^1", timeout) is not True
     if brought and (match := MERGE.match(fields[2])):
-        return Landing(landed_at=datetime.fromisoformat(fields[1]), pr_number=int(match["number"]))
+        return Landing(landed_at=_when(fields[1]), pr_number=_number(match["number"]))
     if len(own) == 3:
-        squash = SQUASH.match(own[1])
-        return Landing(landed_at=datetime.fromisoformat(own[0]), pr_number=int(squash["number"]) if squash else None)
+        squash = SQUASH.match(own[2])
+        return Landing(landed_at=_when(own[0]), pr_number=_number(squash["number"]) if squash else None)
     return Landing()
 
 
@@ -136,7 +159,7 @@ def hunk_of(root: Path, run_git, sha: str, path: str, timeout: float, limit_line
         text = run_git(root, "show", "--format=", "--no-color", "-M", "--unified=2", sha, "--", path, timeout=timeout)
     except CodeHostError:
         return ""
-    lines = text.splitlines()
+    lines = text.removesuffix("\n").split("\n")  # git's lines: a changed line may hold U+2028, which ends none
     start = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
     return hunks_writing(lines[start:], texts, limit_lines)  # from the first hunk, as GitHub's patch of a file reads
 

@@ -96,7 +96,7 @@ def hunk_of_patch(files: list[Any], path: str, limit_lines: int = 40, texts: Seq
     one of `texts` where there are any (nightwatch.codehosts.blame.hunks_writing)."""
     patch = next((getattr(f, "patch", None) or "" for f in files
                   if path in (getattr(f, "filename", None), getattr(f, "previous_filename", None))), "")
-    return hunks_writing([line for line in patch.splitlines() if not line.startswith(("--- ", "+++ "))], texts, limit_lines)
+    return hunks_writing([line for line in patch.split("\n") if not line.startswith(("--- ", "+++ "))], texts, limit_lines)
 
 
 def _when(value: Any) -> datetime | None:

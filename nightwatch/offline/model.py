@@ -52,6 +52,37 @@ _FIELD = re.compile(r"^(Error class|Transaction|HTTP status|Occurrences): (.*)$"
 _MESSAGE = re.compile(r'<untrusted source="error message">\n(.*?)\n</untrusted>', re.S)
 _LIKELY = re.compile(r"Likely files: (.*)")
 _CALLED = re.compile(r"^- called (?P<name>\w+) (?P<args>\{.*\})$", re.M)
+_FENCED = re.compile(r'<untrusted source="(?P<source>[^"]*)">\n(?P<body>.*?)\n</untrusted>', re.S)
+
+
+def _fenced(text: str, source: str) -> str:
+    """The body of the first fence of that source: production data NightWatch put there (a fence's body cannot open
+    or close one), so text inside another fence, a commit's diff or an error message, is never read as it."""
+    return next((m["body"] for m in _FENCED.finditer(text) if m["source"] == source), "")
+
+
+def _outside_fences(text: str) -> str:
+    """What NightWatch itself wrote: the text with every fenced block of production data taken out."""
+    return _FENCED.sub("", text)
+
+
+def _calls_in(text: str) -> list[tuple[str, dict]]:
+    """The calls a summary lists (`- called name {json}`), outside any fence; a line that is not JSON is no call."""
+    calls = []
+    for match in _CALLED.finditer(_outside_fences(text)):
+        try:
+            args = json.loads(match["args"])
+        except ValueError:
+            continue
+        if isinstance(args, dict):
+            calls.append((match["name"], args))
+    return calls
+
+
+def _stack_of_traces(result: str) -> list[str]:
+    """The stack lines of a get_error_traces answer: those after its `stack (top first` line, inside its fence."""
+    body = _fenced(result, "error traces")
+    return body.split("stack (top first", 1)[1].split("\n")[1:] if "stack (top first" in body else []
 
 
 @dataclass
@@ -68,7 +99,7 @@ class _Conversation:
     def of(cls, messages: list[dict]) -> "_Conversation":
         first = messages[0]["content"] if messages[0]["role"] == "user" and isinstance(messages[0]["content"], list) else []
         conv = cls(_opening_text(messages[0]), previews=previews_in(first))
-        conv.calls = [(m["name"], json.loads(m["args"])) for m in _CALLED.finditer(conv.text)]
+        conv.calls = _calls_in(conv.text)
         pending: dict[str, tuple[str, dict]] = {}
         for message in messages[1:] if messages[0]["role"] == "user" else messages:
             for block in message["content"] if isinstance(message["content"], list) else []:
@@ -111,18 +142,17 @@ class _Conversation:
     def app_frames(self) -> list[tuple[str, int, str]]:
         """In-app frames, top first: from the traces if fetched, else from the first message."""
         traces = self.result("get_error_traces")
-        for source in ([traces[0]] if traces else []) + [self.text]:
-            frames = [(m["path"], int(m["line"]), m["method"] or "") for m in _FRAME.finditer(source)]
-            if not frames and (top := _TOP.search(source)):
-                frames = [(top["path"], int(top["line"]), top["method"] or "")]
+        for stack in (["\n".join(_stack_of_traces(traces[0]))] if traces else []) + [_fenced(self.text, "stack trace")]:
+            frames = [(m["path"], int(m["line"]), m["method"] or "") for m in _FRAME.finditer(stack)]
             if frames:
                 return frames
-        return []
+        top = _TOP.search(self.text)  # the header's field, before any production text
+        return [(top["path"], int(top["line"]), top["method"] or "")] if top else []
 
     def raised_in_library(self) -> bool:
         """The trace's first frame is framework code: the application called something that raised."""
         traces = self.result("get_error_traces")
-        stack = traces[0].split("stack (top first", 1)[1].splitlines()[1:2] if traces and "stack (top first" in traces[0] else []
+        stack = _stack_of_traces(traces[0])[:1] if traces else []
         return bool(stack) and "[app]" not in stack[0]
 
     def top_frame(self) -> tuple[str, int, str] | None:
@@ -158,12 +188,21 @@ class _Conversation:
 
     def summary(self) -> str:
         """What a summary must keep for the work to go on: the error, its stack, the calls made."""
-        head = self.text.split("## Research")[0].split("## Investigation so far")[0].strip()
+        head = _head(self.text)
         lines = [head, "", "## Investigation so far"]
         lines += [f"- called {name} {json.dumps(args, sort_keys=True)}" for name, args in self.calls]
         lines += [f"- {args.get('path')}: {len(content.splitlines())} lines read" for name, args, content, err in self.results
                   if name == "read_file" and not err]
         return "\n".join(lines)
+
+
+def _head(text: str) -> str:
+    """The error and its stack: the opening text up to the end of its stack's fence (and its note)."""
+    stack = next((m for m in _FENCED.finditer(text) if m["source"] == "stack trace"), None)
+    if stack is None:
+        return text.split("## Research")[0].split("## Investigation so far")[0].strip()
+    note = text.find("\n", stack.end() + 1)
+    return text[: note if note >= 0 else len(text)].strip()
 
 
 def _opening_text(message: dict) -> str:

@@ -12,8 +12,8 @@ import re
 
 from nightwatch.fix import FixRejected, ValidatedFix, checked_path
 from nightwatch.models import ErrorAnalysisResult, FileChange, FixGate, SuspectCommit
-from nightwatch.redact import clean
-from nightwatch.render.neutral import no_links, no_mentions, visible
+from nightwatch.redact import clean, redact_diff
+from nightwatch.render.neutral import no_links, no_mentions, no_references, outside_code, visible
 from nightwatch.verify.reproduce import without_library_frames
 
 TITLE_LIMIT = 120
@@ -54,7 +54,14 @@ def safe(text: str | None, limit: int = 4_000) -> str:
 def prose(text: str | None, limit: int = 4_000) -> str:
     """Safe text for outside code blocks: @mentions, links and images neutralised too, and angle brackets shown as
     text: GitHub would take `<img src=…>` for an image and hide a Python repr such as `<User: alice>` as a tag."""
-    return no_links(no_mentions(safe(text, limit))).replace("<", "&lt;").replace(">", "&gt;")
+    return outside_code(safe(text, limit), _inert)
+
+
+def _inert(text: str) -> str:
+    """Prose outside code spans: shown as written (`&#64;` stays those five characters, `<b>` is no tag), and nothing
+    in it mentions, links or references."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return no_links(no_references(no_mentions(escaped)))
 
 
 def code(text: str) -> str:
@@ -319,7 +326,7 @@ def pr_body(result: ErrorAnalysisResult, fix: ValidatedFix, issue_number: int | 
         intro,
         "## Root cause\n" + (prose(analysis.root_cause) if analysis else "_Not determined._"),
         "## Changes\n" + "\n".join(_change_line(c) for c in (analysis.file_changes if analysis else [])),
-        "## Diff\n" + fenced(safe(fix.diff, 20_000), "diff"),
+        "## Diff\n" + fenced(safe(redact_diff(fix.diff), 20_000), "diff"),
         f"## Confidence\n**{analysis.confidence if analysis else 'low'}**",
         _checks_section(result.fix_gate, heading="## Checks") or "## Checks\n_No checks were recorded._",
         _verification_section(result, reproduction=False),
