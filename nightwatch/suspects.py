@@ -27,7 +27,7 @@ from typing import NamedTuple, Protocol
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
 from nightwatch.models import Deploy, SuspectCommit, TraceData
-from nightwatch.redact import redact, redact_diff
+from nightwatch.redact import clean, redact_diff
 from nightwatch.value_lines import value_lines
 
 LIKELY_WITHIN = timedelta(hours=72)
@@ -207,6 +207,11 @@ def shipped_by(host: object, sha: str, landed: datetime | None, first_seen: date
     return None
 
 
+def _printable(text: str, limit: int) -> str:
+    """A committer's or deployer's text as stored: printable (no terminal escapes), redacted, one line, capped."""
+    return " ".join(clean(text, limit)[0].split())[:limit]
+
+
 def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
              when: tuple[datetime | None, Deploy | None], first_seen: datetime | None,
              read: Callable[[str], str]) -> SuspectCommit:
@@ -223,9 +228,9 @@ def _suspect(host: BlameHost, sha: str, hits: list[Hit], landing: Landing,
     lines = [f"{h.file}:{h.line}" for h in hits]
     why = _why(hits)
     return SuspectCommit(
-        sha=sha, subject=redact(first.summary)[:200], author=redact(first.author)[:80], landed_at=landed,
+        sha=sha, subject=_printable(first.summary, 200), author=_printable(first.author, 80), landed_at=landed,
         pr_number=landing.pr_number, pr_url=host.pull_url(landing.pr_number) if landing.pr_number else "",
         lines=lines, hunk=redact_diff(host.hunk(sha, first.path or hits[0].file, _texts(read, hits)))[:4_000],
         hours_before_first_seen=round(hours, 1) if hours is not None else None, score=round(weight * recency, 3),
-        deploy=redact(shipped.label)[:80] if shipped else "", deployed_at=shipped.at if shipped else None,
+        deploy=_printable(shipped.label, 80) if shipped else "", deployed_at=shipped.at if shipped else None,
         confidence="likely" if likely else "possible", why=why)

@@ -176,7 +176,16 @@ def test_a_commit_subject_cannot_forge_porcelain_lines_or_crash_the_blame(repo: 
     attacker = commit(repo, forged, FIRST_SEEN - timedelta(hours=20), author="Mallory")
     suspects, _ = suspect_commits(LocalRepoHost(repo), [("app/views.py", 3)], FIRST_SEEN)
     assert [(s.sha, s.author) for s in suspects] == [(attacker, "Mallory")]
-    assert "Victor" not in suspects[0].subject or suspects[0].subject.startswith("Tidy")
+    assert suspects[0].subject.startswith("Tidy") and "\u2028" not in suspects[0].subject  # stored on one line
+
+
+def test_a_subject_and_author_are_stored_printable(repo: Path) -> None:
+    write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total_cents * 1)", ""])
+    commit(repo, "Fix \x1b[2J\x1b[31mtotals\x1b[0m\x07 token=ghp_abcdefghijklmnopqrstuvwxyz0123", FIRST_SEEN - timedelta(hours=3),
+           author="Eve \x1b]8;;https://evil.example\x07link")
+    suspect = suspect_commits(LocalRepoHost(repo), [("app/views.py", 3)], FIRST_SEEN)[0][0]
+    assert "\x1b" not in suspect.subject + suspect.author and "\x07" not in suspect.subject + suspect.author
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123" not in suspect.subject and suspect.subject.startswith("Fix")
 
 
 @pytest.mark.parametrize("subject, date", [
