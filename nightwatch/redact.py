@@ -207,10 +207,17 @@ _KEYED = re.compile(
     """,
     re.X,
 )
+# A value is read at most this far: every key-like word of a text is looked at, so a value read whole at each of them
+# (`key=key=key=…`, in a test's output or an error message) cost quadratic time. An unquoted value longer than this is
+# judged on its first characters and, when it is a secret, redacted to its end (_VALUE_REST).
+VALUE_READ_CHARS = 256
+QUOTED_READ_CHARS = 4096
 _VALUE = re.compile(
-    r"""\\"(?P<edq>[^"\\\n]*)\\"|\\'(?P<esq>[^'\\\n]*)\\'|"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>(?:[^'\\\n]|\\.)*)'"""
-    r"""|`(?P<bq>[^`\n]*)`|(?P<uv>[^\s"'`,;&|)}\]>]+)"""
+    rf"""\\"(?P<edq>[^"\\\n]{{0,{QUOTED_READ_CHARS}}})\\"|\\'(?P<esq>[^'\\\n]{{0,{QUOTED_READ_CHARS}}})\\'"""
+    rf"""|"(?P<dq>(?:[^"\\\n]|\\.){{0,{QUOTED_READ_CHARS}}})"|'(?P<sq>(?:[^'\\\n]|\\.){{0,{QUOTED_READ_CHARS}}})'"""
+    rf"""|`(?P<bq>[^`\n]{{0,{QUOTED_READ_CHARS}}})`|(?P<uv>[^\s"'`,;&|)}}\]>]{{1,{VALUE_READ_CHARS}}})"""
 )
+_VALUE_REST = re.compile(r"""[^\s"'`,;&|)}\]>]*""")
 _UNQUOTED_REST = re.compile(r"""[^\s"'`,;&|)}>]*""")
 _BLOCK_INDICATOR = re.compile(r"[|>][-+]?[ \t]*(?:\r?\n|$)")
 _XML_SECRET = re.compile(r"<(?P<tag>[A-Za-z_][\w.:\-]*)>(?P<value>[^<\n]{1,500})</(?P=tag)>")
@@ -566,6 +573,8 @@ def _keyed_value(text: str, m: re.Match[str]) -> tuple[int, int, str | None]:
     if (strength == "medium" and not env_style) or sep == "==":  # a lexer token, a session mode, a comparison
         if not (_credential_like(value) or re.match(r"(?i)(bearer|basic|token)[ \t]+\S{8,}", value)):
             return 0, 0, None
+    if not quoted and v.group("uv") is not None and len(v.group("uv")) == VALUE_READ_CHARS and vend == v.end("uv"):
+        vend = _VALUE_REST.match(text, vend).end()  # a long secret: redacted whole, though judged on its start
     scheme = re.match(r"(?i)(bearer|basic|token|ssws|digest)[ \t]+", value)
     if scheme:
         return vstart + scheme.end(), vend, REDACTED
@@ -606,7 +615,7 @@ def _yaml_value_end(text: str, start: int) -> int:
     end = text.find("\n", start)
     end = len(text) if end < 0 else end
     comment = re.search(r"[ \t]#", text[start:end])
-    return start + comment.start() if comment else len(text[:end].rstrip(" \t\r"))
+    return start + comment.start() if comment else start + len(text[start:end].rstrip(" \t\r"))
 
 
 def _block_scalar(text: str, m: re.Match[str]) -> tuple[int, int, str | None]:
@@ -751,8 +760,14 @@ def _transitions(value: str) -> int:
     return sum(1 for a, b in zip(kinds, kinds[1:]) if a != b)
 
 
+# How much of a value its look is judged on: a secret is shorter, and judging a long run whole at each of its many
+# key-like words (`key=key=key=…`, which a test's output or an error message may hold) took quadratic time.
+JUDGED_CHARS = 256
+
+
 def _path_like(value: str) -> bool:
     """A path or URL path ('com/PrefectHQ/prefect/420d…/assets/block-logos'): mostly word segments."""
+    value = value[:JUDGED_CHARS]
     if not re.search(r"[/.]", value):
         return False
     segments = [s for s in re.split(r"[/.\-_]", value) if s]
@@ -765,6 +780,7 @@ def _wordy(value: str) -> bool:
     """Made of words, as identifiers and slugs are ('BetaClearToolUses2025', 'storefront-demo-2026'): their
     letter runs are long, hold vowels and few long consonant clusters. A generated secret's runs are short
     (about 2 characters) or, when it is all lower case, full of clusters like 'mfcgm'."""
+    value = value[:JUDGED_CHARS]
     runs = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", value)
     if not runs:
         return False
@@ -776,6 +792,7 @@ def _wordy(value: str) -> bool:
 
 def _high_entropy(value: str) -> bool:
     """A random-looking credential: not a word, a path, an identifier or a plain number."""
+    value = value[:JUDGED_CHARS]
     value = value.strip("\"'`")
     if len(value) < 12 or value.startswith(REDACTED) or _path_like(value) or _wordy(value):
         return False

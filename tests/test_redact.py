@@ -168,8 +168,9 @@ def _cpu_seconds(work) -> float:
     "make",
     [lambda n: "token" + " =" * n + "!", lambda n: "a." * (10 * n), lambda n: "https://" + "a:" * (5 * n),
      lambda n: "password=abc123 " * n, lambda n: ("-----BEGIN PRIVATE KEY-----\n" + "x" * 100 + "\n") * (n // 20),
-     lambda n: "Authorization: " * n],
-    ids=["assignments", "dots", "url-userinfo", "passwords", "pem-blocks", "auth-headers"],
+     lambda n: "Authorization: " * n, lambda n: "key=" * n, lambda n: "key='" * n, lambda n: "key: " * n],
+    ids=["assignments", "dots", "url-userinfo", "passwords", "pem-blocks", "auth-headers", "keys-as-values",
+         "keys-opening-quotes", "yaml-keys"],
 )
 def test_hostile_input_is_redacted_in_linear_time(make):
     """Four times the input costs about four times the CPU (measured 3.1-4.3 here); a pattern that backtracks over
@@ -186,6 +187,13 @@ def test_a_fence_label_of_untrusted_text_cannot_close_its_attribute_or_its_tag()
     opening = out.split("\n", 1)[0]
     assert opening.count('"') == 2 and opening.count("<") == 1 and opening.count(">") == 1
     assert out.count("</untrusted>") == 1
+
+
+def test_a_long_unquoted_secret_is_judged_on_its_start_and_redacted_to_its_end() -> None:
+    token = "aB3xK9" * 100  # 600 characters: longer than a value is read
+    out = redact(f"API_KEY={token} next")
+    assert out == "API_KEY=[REDACTED] next"
+    assert redact("path=" + "a/b" * 200) == "path=" + "a/b" * 200
 
 
 def test_secret_named_keys_are_found_where_a_search_of_the_whole_text_finds_them() -> None:
