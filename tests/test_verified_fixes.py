@@ -50,7 +50,7 @@ def test_the_python_demo_verifies_three_fixes_and_its_one_pr_carries_its_test(mo
     for v in verified.values():
         if v.status == "verified":
             labels = [r.label for r in v.runs]
-            assert labels[:2] == ["regression test without the fix", "regression test and existing tests with the fix"]
+            assert labels[:2] == ["regression test without the fix", "regression test with the fix"]
             assert v.runs[0].outcome.startswith("failed") and v.runs[1].outcome == "passed"
     assert report.pr is not None and report.pr.action == "created", report.pr
     pr = file_of(report.pr.url).read_text()

@@ -42,8 +42,34 @@ def test_a_fix_whose_test_fails_without_it_and_passes_with_it_is_verified(tmp_pa
     v = verifier(tmp_path).verify(analysis(FileChange(path="bookshop/app.py", before=CRASH_LINE, after=GUARD)), CRASH)
     assert v.status == "verified", v
     assert "IndexError raised through bookshop/app.py:30" in v.reason
-    assert [r.outcome for r in v.runs] == ["failed (exit 1)", "passed"]
-    assert "tests/test_api.py" in v.runs[1].command  # the existing tests of the module the fix touches ran too
+    assert [r.outcome for r in v.runs] == ["failed (exit 1)", "passed", "passed"]
+    assert "tests/test_api.py" in v.runs[2].command  # the existing tests of the module the fix touches ran too
+    assert TEST.path not in v.runs[2].command  # on their own: the model's test shares no process with them
+
+
+def test_a_regression_test_that_reports_every_other_test_passed_cannot_hide_a_fix_that_breaks_one(tmp_path):
+    hiding = RegressionTest(path=TEST.path, content=(
+        "import gc, pytest\n\n"
+        "class _AllGreen:\n"
+        "    @pytest.hookimpl(hookwrapper=True)\n"
+        "    def pytest_runtest_makereport(self, item, call):\n"
+        "        report = (yield).get_result()\n"
+        "        if 'test_regression_debut' not in item.nodeid:\n"
+        "            report.outcome, report.longrepr = 'passed', None\n\n"
+        "_config = next(o for o in gc.get_objects() if type(o).__name__ == 'Config' and hasattr(o, 'pluginmanager'))\n"
+        "_config.pluginmanager.register(_AllGreen())\n\n" + TEST.content))
+    breaking = FileChange(path="bookshop/app.py", before=CRASH_LINE, after="    return {}")
+    v = verifier(tmp_path).verify(analysis(breaking, test=hiding), CRASH)
+    assert v.status == "reproduced, not fixed" and "breaks" in v.reason, v
+
+
+def test_a_fix_or_a_test_at_a_path_outside_the_checkout_or_onto_a_folder_is_not_run_and_reads_nothing(tmp_path):
+    for path in ("/dev/zero", "../../etc/passwd", "bookshop/../../x.py", ".github/workflows/ci.yml"):
+        v = verifier(tmp_path).verify(analysis(FileChange(path=path, before="a", after="b")), CRASH)
+        assert v.status == "not run" and "the fix does not apply" in v.reason, (path, v)
+    for path in ("tests", "bookshop/app.py/test_x.py"):
+        v = verifier(tmp_path).verify(analysis(test=RegressionTest(path=path, content=TEST.content)), CRASH)
+        assert v.status == "not run" and "cannot be written" in v.reason, (path, v)
 
 
 def test_a_fix_that_does_not_fix_and_a_test_that_shows_another_error_say_so(tmp_path):

@@ -201,15 +201,27 @@ def _venv_variables(venv: Path, extra_path: list[Path] = ()) -> dict[str, str]: 
 
 
 def _interpreter_of(venv: Path) -> list[Path]:
-    """The base interpreter's prefix a virtual environment links to (pyvenv.cfg `home`), when it is not in /usr."""
-    cfg = venv / "pyvenv.cfg"
-    try:
-        home = next(line.split("=", 1)[1].strip() for line in cfg.read_text().splitlines()
-                    if line.split("=", 1)[0].strip() == "home")
-    except (OSError, StopIteration):
+    """The base interpreter's prefix a virtual environment links to, when it is not in /usr: the folder above the real
+    interpreter's bin/ (its `python` followed through every link; pyvenv.cfg's `home` is only the folder of the name
+    the environment was made with, such as ~/bin/python3, whose parent would be the user's home). Never a folder that
+    holds a home or NightWatch's own: none is mounted, and the environment is then not usable in the sandbox."""
+    real = next((p.resolve() for p in (venv / "bin" / "python", venv / "bin" / "python3") if p.exists()), None)
+    if real is None:
         return []
-    prefix = Path(home).resolve().parent
-    return [] if prefix.is_relative_to("/usr") or prefix == Path("/") else [prefix]
+    prefix = real.parent.parent
+    if prefix.is_relative_to("/usr") or prefix == Path("/"):
+        return []
+    return [] if any(_exposes(prefix, private) for private in _private_folders()) else [prefix]
+
+
+def _private_folders() -> list[Path]:
+    homes = [Path.home(), Path(os.environ.get("NIGHTWATCH_HOME") or Path.home() / ".nightwatch")]
+    return [h.resolve() for h in homes]
+
+
+def _exposes(mount: Path, private: Path) -> bool:
+    """Whether mounting `mount` would show `private` (it is the folder or holds it)."""
+    return private == mount or private.is_relative_to(mount)
 
 
 def _tool_dirs(setup: str) -> list[Path]:
@@ -222,7 +234,9 @@ def _tool_dirs(setup: str) -> list[Path]:
     if not found or program == "python":
         return []
     folder = Path(found).resolve().parent
-    return [] if folder.is_relative_to("/usr") or str(folder) in {"/bin", "/sbin"} else [folder]
+    if folder.is_relative_to("/usr") or str(folder) in {"/bin", "/sbin"}:
+        return []
+    return [] if any(_exposes(folder, private) for private in _private_folders()) else [folder]
 
 
 def _base_python() -> str:

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
-from nightwatch.codehosts.base import secret_file_reason
+from nightwatch.codehosts.base import CONTENT_CHECK_BYTES, secret_file_reason, secret_text_reason
+from nightwatch.redact import has_private_key
 
 
 class TreeError(RuntimeError):
@@ -36,11 +37,12 @@ def disposable_tree(base: Path, files: Iterable[str], overlay: dict[str, str] | 
             target.parent.mkdir(parents=True, exist_ok=True)
             if source.is_symlink():
                 link = os.readlink(source)
-                if not os.path.isabs(link) and (target.parent / link).resolve().is_relative_to(tmp.resolve()):
+                if not os.path.isabs(link):
                     os.symlink(link, target)
-            elif source.is_file():
+            elif source.is_file() and not _secret_by_content(source):
                 shutil.copyfile(source, target)
                 os.chmod(target, 0o755 if os.access(source, os.X_OK) else 0o644)
+        _drop_escaping_links(tmp)
         _write_overlay(tmp, overlay or {})
         open_up(tmp)
         yield tmp
@@ -61,6 +63,7 @@ def commit_tree(repo: Path, commit: str, overlay: dict[str, str] | None = None, 
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
             members = [m for m in tar.getmembers() if not secret_file_reason(m.name)]
             tar.extractall(tmp, members=members, filter="data")
+        _drop_escaping_links(tmp)
         _write_overlay(tmp, overlay or {})
         open_up(tmp)
         yield tmp
@@ -76,12 +79,46 @@ def _inside(rel: str) -> str:
 
 
 def _write_overlay(root: Path, overlay: dict[str, str]) -> None:
+    """Each file written where it is inside the tree: through no link that leads out, never onto a folder."""
+    base = root.resolve()
     for rel, text in overlay.items():
         target = root / _inside(rel)
         if target.is_symlink():
             target.unlink()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.parent.resolve().is_relative_to(base):
+                raise TreeError(f"{rel!r} leads out of the repository through a link")
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:  # a folder of that name, a file where a folder must be
+            raise TreeError(f"{rel!r} cannot be written in the tree: {exc.strerror or exc}") from exc
+
+
+def _drop_escaping_links(root: Path) -> None:
+    """Every link of the copy that leads outside it, judged once all of them exist (a link checked alone when made can
+    point outside through another link made after it: `a -> p/p/../..` with `p -> .`), is removed."""
+    base = root.resolve()
+    for folder, dirs, names in os.walk(root):
+        for name in [*dirs, *names]:
+            path = Path(folder) / name
+            if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(base):
+                path.unlink()
+
+
+def _secret_by_content(path: Path) -> bool:
+    """A file whose text is itself a secret (key material; a small file of mostly credentials): the code host withholds
+    it from the model by its content, so a test must not print it either."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(CONTENT_CHECK_BYTES + 1)
+    except OSError:
+        return True
+    if len(head) > CONTENT_CHECK_BYTES:  # a large file: only key material makes it secret, wherever it is
+        try:
+            return has_private_key(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return True
+    return secret_text_reason(head.decode("utf-8", errors="replace")) is not None
 
 
 def open_up(root: Path) -> None:
