@@ -63,6 +63,16 @@ def test_a_regression_test_that_reports_every_other_test_passed_cannot_hide_a_fi
     assert v.status == "reproduced, not fixed" and "breaks" in v.reason, v
 
 
+def test_a_traceback_a_test_prints_is_not_taken_for_one_it_raised(tmp_path):
+    fake = ('Traceback (most recent call last):\n  File "/work/bookshop/app.py", line 30, in author_debut\n'
+            '    return dict(storage.books_by(slug)[0])\nIndexError: list index out of range')
+    printing = RegressionTest(path="tests/test_regression_printed.py",
+                              content=f"def test_it():\n    print({fake!r})\n    assert False\n")
+    marker = FileChange(path="bookshop/nw_marker.py", action="create", after="OWNED = True\n")
+    v = verifier(tmp_path).verify(analysis(marker, test=printing), CRASH)
+    assert v.status == "not reproduced", v
+
+
 def test_a_fix_or_a_test_at_a_path_outside_the_checkout_or_onto_a_folder_is_not_run_and_reads_nothing(tmp_path):
     for path in ("/dev/zero", "../../etc/passwd", "bookshop/../../x.py", ".github/workflows/ci.yml"):
         v = verifier(tmp_path).verify(analysis(FileChange(path=path, before="a", after="b")), CRASH)

@@ -43,9 +43,27 @@ class CrashSite:
     function: str | None = None
 
 
+_CAPTURED = re.compile(r"^-+ Captured (?:stdout|stderr|log) (?:setup|call|teardown) -+$")
+
+
 def tracebacks(output: str) -> list[RaisedError]:
-    """Every Python traceback in `output`, in order: the interpreter's, then pytest's."""
-    return _native(output.splitlines()) + _pytest(output.splitlines())
+    """Every Python traceback in `output`, in order: the interpreter's, then pytest's. What a test printed, which pytest
+    shows in its `Captured stdout call` sections, is not read: a test could print a traceback it never raised."""
+    lines = _without_captured(output.split("\n"))
+    return _native(lines) + _pytest(lines)
+
+
+def _without_captured(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    captured = False
+    for line in lines:
+        if _CAPTURED.match(line):
+            captured = True
+        elif captured and line.startswith(("----", "____", "====")):
+            captured = False
+        if not captured:
+            out.append(line)
+    return out
 
 
 def _pytest(lines: list[str]) -> list[RaisedError]:
