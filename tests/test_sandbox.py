@@ -3,12 +3,14 @@ read a hostile error message might try is contained, nothing outside the tree ch
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
 import socket
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -125,6 +127,25 @@ def test_a_fork_bomb_is_stopped_and_leaves_no_process(tmp_path):
     assert run.timed_out, run.outcome
     assert time.monotonic() - started < 60  # a hang guard: the wall clock is 5 s
     assert _all_gone(lambda p: _cmdline(p).startswith(PYTHON) and "attack.py" in _cmdline(p)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user the runs share that user's process limit by design")
+def test_a_fork_bomb_does_not_starve_a_run_beside_it(tmp_path):
+    bomb_tree, other_tree = tmp_path / "bomb", tmp_path / "other"
+    limits = sandbox.Limits(wall_s=8.0, cpu_s=20, memory_mb=256, processes=16, work_mb=8, tmp_mb=8)  # both alike
+    bombing = threading.Thread(target=run_python, args=(bomb_tree, "import os\nwhile True:\n    try:\n        os.fork()\n"
+                                                                   "    except OSError:\n        pass\n"),
+                               kwargs={"limits": limits})
+    bomb_tree.mkdir()
+    other_tree.mkdir()
+    bombing.start()
+    try:
+        time.sleep(2)  # the bomb is at its limit
+        run = run_python(other_tree, "import subprocess\nfor _ in range(4):\n    subprocess.run(['true'], check=True)\n"
+                                     "print('four processes started')\n", limits=dataclasses.replace(limits, wall_s=120.0))
+    finally:
+        bombing.join(timeout=120)
+    assert run.exit_code == 0 and "four processes started" in run.output, run.output
 
 
 def test_filling_the_disk_stops_at_the_sandbox_limits_and_writes_nothing_outside(tmp_path):

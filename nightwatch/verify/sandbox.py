@@ -11,13 +11,15 @@ Each run gets:
     of NightWatch's;
   - limits: CPU seconds, address space, file size and processes (rlimits through `prlimit`), a wall clock after
     which its whole process group and pid namespace are killed;
-  - as root, an unprivileged uid (`setpriv`), so that the process limit holds (root is exempt from it).
+  - as root, an unprivileged uid (`setpriv`), so that the process limit holds (root is exempt from it): a uid of
+    its own for each run, so that runs side by side do not share it.
 Output (stdout and stderr together) is capped while it is read and redacted before anyone sees it.
 Without bubblewrap nothing runs: the result says "not run: bubblewrap is not installed".
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -30,7 +32,11 @@ from pathlib import Path
 from nightwatch.redact import REDACTED, redact
 from nightwatch.verify.reproduce import skipped
 
-SANDBOX_UID = 65534  # as root, the sandbox runs as this uid (nobody): the process limit does not bind root
+SANDBOX_UID = 65534  # as root, a set-up runs as this uid (nobody), which owns the environment it makes
+# As root, each other run gets a uid of its own from this range, with no process at the time: the process limit counts
+# a uid's processes, so runs side by side under one uid shared it, and a fork bomb in one starved the other.
+RUN_UIDS = range(2_100_000_000, 2_100_000_000 + 65_536)
+_RUNS = itertools.count()
 WORK = "/work"
 _ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",
         "alternatives", "ssl", "ca-certificates", "mime.types", "timezone", "python3")  # pip.conf only for set-up
@@ -153,7 +159,8 @@ def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Pat
         argv += ["--setenv", key, value]
     argv += ["--chdir", WORK]
     if root:
-        argv += ["setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--no-new-privs",
+        uid = SANDBOX_UID if writable else _free_uid()
+        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
     # The tree is copied into the tmpfs (no .git: a test has no business with history), then the command runs.
     return argv + ["/bin/sh", "-c", 'mkdir -p /tmp/home && cp -R /src/. /work/ && exec "$@"', "sandbox", *command]
@@ -187,6 +194,15 @@ def _binds(mounts: list[Path], writable: list[Path]) -> list[str]:
                 made.add(parent)
         argv += [how, str(path), str(path)]
     return argv
+
+
+def _free_uid() -> int:
+    """A uid of RUN_UIDS that no process has now (this process's runs, then another's, take the next ones)."""
+    for _ in range(64):
+        uid = RUN_UIDS[(os.getpid() * 1_024 + next(_RUNS)) % len(RUN_UIDS)]
+        if _processes_of(uid) == 0:
+            return uid
+    return uid
 
 
 def _processes_of(uid: int) -> int:
