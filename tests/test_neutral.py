@@ -73,3 +73,11 @@ def test_issue_prose_after_a_code_span_by_entity_or_by_reference_mentions_and_li
     assert "&amp;#" in out and "&#64;" not in out  # shown as the characters it is, not decoded to an @mention
     assert f"acme/secret-repo#{JOINER}1" in out and f"#{JOINER}7" in out  # no cross-reference on another issue
     assert "`@decorator & <T>`" in out  # inside a code span nothing fires: copied as written
+
+
+def test_an_escaped_backtick_opens_no_code_span_so_the_html_after_it_stays_text():
+    from nightwatch.render.issue import prose
+
+    out = prose("\\`<img src=x onerror=alert(1)>\\` and ``<b>`` and `<i>`")
+    assert "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out  # GitHub renders \` as a backtick
+    assert "`<i>`" in out  # a real span is kept as written

@@ -23,7 +23,9 @@ JOINER = "\u2060"
 _INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u0080-\u009f]")
 _MENTION = re.compile(r"(?<!\w)@(?=[A-Za-z0-9_!])")
 _REFERENCE = re.compile(r"#(?=\d)")
-_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")  # a run of backticks, then the same run closing it
+# A code span as Markdown reads one: a whole run of backticks that no backslash escapes (`\`` is a literal backtick, and
+# what follows it is prose, where `<img …>` would render), then the same run closing it.
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?:.*?[^`])?\1(?!`)")
 _SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}):(//)")
 _WWW = re.compile(r"(?i)\bwww\.")
 _LINK_OPEN = re.compile(r"!?\[")
