@@ -60,7 +60,9 @@ def test_an_environment_made_through_a_link_in_a_home_mounts_the_interpreters_pr
     os.symlink(os.path.realpath(sys.executable), home / "bin" / "python3")
     subprocess.run([str(home / "bin" / "python3"), "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True)
     monkeypatch.setenv("HOME", str(home))
-    mounts = _interpreter_of(tmp_path / "env")
+    mounts = _interpreter_of(tmp_path / "env", tmp_path / "nightwatch-home")
     real = Path(os.path.realpath(sys.executable)).parent.parent
     assert mounts == ([] if real.is_relative_to("/usr") else [real])
     assert all(not home.resolve().is_relative_to(m) for m in mounts)
+    if mounts:  # a prefix that holds NightWatch's home (wherever NIGHTWATCH_HOME points) is not mounted either
+        assert _interpreter_of(tmp_path / "env", mounts[0] / "var" / "nightwatch") == []

@@ -142,7 +142,7 @@ def _environment(tree: Path, home: Path, setup: str | None, env_path: Path | Non
     """The environment the tree's requirement files make with `setup` (or the detected set-up), made once under
     `home` and reused; or the one at `env_path`."""
     if env_path is not None:
-        return existing_environment(env_path)
+        return existing_environment(env_path, home)
     files = [str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file() or p.is_symlink()]
     return prepare_environment(tree, files, home, setup_command(tree, setup))
 

@@ -127,13 +127,14 @@ def environment_key(root: Path, files: list[str], setup: str, python: str) -> st
     return digest.hexdigest()[:16]
 
 
-def existing_environment(path: Path) -> TestEnvironment:
-    """NIGHTWATCH_TEST_ENV: a virtual environment made elsewhere, mounted read-only."""
+def existing_environment(path: Path, home: Path) -> TestEnvironment:
+    """NIGHTWATCH_TEST_ENV: a virtual environment made elsewhere, mounted read-only (`home`: NightWatch's, never
+    mounted)."""
     path = path.expanduser()
     python = path / "bin" / "python"
     if not python.exists():
         return TestEnvironment(False, f"NIGHTWATCH_TEST_ENV {path} has no bin/python")
-    return TestEnvironment(True, f"the environment at {path} (NIGHTWATCH_TEST_ENV)", mounts=[path, *_interpreter_of(path)],
+    return TestEnvironment(True, f"the environment at {path} (NIGHTWATCH_TEST_ENV)", mounts=[path, *_interpreter_of(path, home)],
                            variables=_venv_variables(path), reused=True)
 
 
@@ -153,9 +154,9 @@ def prepare_environment(root: Path, files: list[str], home: Path, setup: str | N
         if marker.is_file() and (venv / "bin" / "python").exists():
             made = json.loads(marker.read_text())
             return TestEnvironment(True, f"reused test environment {key} (made {made.get('made_at', '?')} by `{setup}`)",
-                                   mounts=[venv, *_interpreter_of(venv)], variables=_venv_variables(venv),
+                                   mounts=[venv, *_interpreter_of(venv, home)], variables=_venv_variables(venv),
                                    setup_seconds=round(time.monotonic() - started, 3), reused=True)
-        failed = _make(root, files, setup, python, venv, home / "test-envs" / "cache", limits, secrets)
+        failed = _make(root, files, setup, python, venv, home, limits, secrets)
         seconds = round(time.monotonic() - started, 1)
         if isinstance(failed, TestEnvironment):
             failed.setup_seconds = seconds
@@ -163,11 +164,11 @@ def prepare_environment(root: Path, files: list[str], home: Path, setup: str | N
         marker.write_text(json.dumps({"key": key, "setup": setup, "python": python, "seconds": seconds,
                                       "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
         return TestEnvironment(True, f"made test environment {key} with `{setup}` in {seconds:g} s",
-                               mounts=[venv, *_interpreter_of(venv)], variables=_venv_variables(venv),
+                               mounts=[venv, *_interpreter_of(venv, home)], variables=_venv_variables(venv),
                                setup_seconds=seconds, output=failed)
 
 
-def _make(root: Path, files: list[str], setup: str, python: str, venv: Path, cache: Path, limits: sandbox.Limits,
+def _make(root: Path, files: list[str], setup: str, python: str, venv: Path, home: Path, limits: sandbox.Limits,
           secrets: list[str]) -> TestEnvironment | str:
     """A new virtual environment, then `setup` in the sandbox with the network and write access to it alone: the
     set-up's output, or a TestEnvironment saying why it failed (and nothing half made is left)."""
@@ -176,8 +177,9 @@ def _make(root: Path, files: list[str], setup: str, python: str, venv: Path, cac
     if made_venv.returncode != 0:
         return TestEnvironment(False, f"{python} -m venv failed: {made_venv.stderr.strip()[-300:]}")
     open_up(venv)
+    cache = home / "test-envs" / "cache"
     cache.mkdir(parents=True, exist_ok=True)
-    tool_dirs = _tool_dirs(setup)
+    tool_dirs = _tool_dirs(setup, home)
     variables = {**_venv_variables(venv, extra_path=tool_dirs), "UV_PROJECT_ENVIRONMENT": str(venv),
                  "UV_PYTHON": str(venv / "bin" / "python"), "UV_CACHE_DIR": str(cache / "uv"),
                  "PIP_CACHE_DIR": str(cache / "pip"), "UV_LINK_MODE": "copy",
@@ -187,7 +189,7 @@ def _make(root: Path, files: list[str], setup: str, python: str, venv: Path, cac
         for path in (venv, cache):
             _chown_tree(path, sandbox.SANDBOX_UID)
     with disposable_tree(root, files) as tree:
-        run = sandbox.run(["/bin/sh", "-c", setup], tree, mounts=[*_interpreter_of(venv), *tool_dirs],
+        run = sandbox.run(["/bin/sh", "-c", setup], tree, mounts=[*_interpreter_of(venv, home), *tool_dirs],
                           writable=[venv, cache], env=variables, limits=limits, network=True, secrets=list(secrets))
     if run.not_run or run.exit_code != 0:
         shutil.rmtree(venv, ignore_errors=True)
@@ -200,31 +202,27 @@ def _venv_variables(venv: Path, extra_path: list[Path] = ()) -> dict[str, str]: 
     return {"VIRTUAL_ENV": str(venv), "PATH": path}
 
 
-def _interpreter_of(venv: Path) -> list[Path]:
+def _interpreter_of(venv: Path, home: Path) -> list[Path]:
     """The base interpreter's prefix a virtual environment links to, when it is not in /usr: the folder above the real
     interpreter's bin/ (its `python` followed through every link; pyvenv.cfg's `home` is only the folder of the name
     the environment was made with, such as ~/bin/python3, whose parent would be the user's home). Never a folder that
-    holds a home or NightWatch's own: none is mounted, and the environment is then not usable in the sandbox."""
+    holds the user's home or NightWatch's (`home`): none is mounted, and the environment is then not usable in the
+    sandbox."""
     real = next((p.resolve() for p in (venv / "bin" / "python", venv / "bin" / "python3") if p.exists()), None)
     if real is None:
         return []
     prefix = real.parent.parent
     if prefix.is_relative_to("/usr") or prefix == Path("/"):
         return []
-    return [] if any(_exposes(prefix, private) for private in _private_folders()) else [prefix]
+    return [] if _exposes(prefix, home) else [prefix]
 
 
-def _private_folders() -> list[Path]:
-    homes = [Path.home(), Path(os.environ.get("NIGHTWATCH_HOME") or Path.home() / ".nightwatch")]
-    return [h.resolve() for h in homes]
+def _exposes(mount: Path, home: Path) -> bool:
+    """Whether mounting `mount` would show the user's home or NightWatch's `home` (it is one of them or holds one)."""
+    return any(private.is_relative_to(mount) for private in (Path.home().resolve(), home.resolve()))
 
 
-def _exposes(mount: Path, private: Path) -> bool:
-    """Whether mounting `mount` would show `private` (it is the folder or holds it)."""
-    return private == mount or private.is_relative_to(mount)
-
-
-def _tool_dirs(setup: str) -> list[Path]:
+def _tool_dirs(setup: str, home: Path) -> list[Path]:
     """The folder of the set-up command's program when it lives outside the system folders (uv in ~/.local/bin)."""
     try:
         program = shlex.split(setup)[0]
@@ -236,7 +234,7 @@ def _tool_dirs(setup: str) -> list[Path]:
     folder = Path(found).resolve().parent
     if folder.is_relative_to("/usr") or str(folder) in {"/bin", "/sbin"}:
         return []
-    return [] if any(_exposes(folder, private) for private in _private_folders()) else [folder]
+    return [] if _exposes(folder, home) else [folder]
 
 
 def _base_python() -> str:

@@ -100,7 +100,7 @@ class Verifier:
         with self._lock:
             if self._env is None:
                 if self.env_path is not None:
-                    self._env = existing_environment(self.env_path)
+                    self._env = existing_environment(self.env_path, self.home)
                 elif self.command is not None and self.command.ruby:
                     self._env = ruby_environment()
                 else:
