@@ -760,14 +760,9 @@ def _transitions(value: str) -> int:
     return sum(1 for a, b in zip(kinds, kinds[1:]) if a != b)
 
 
-# How much of a value its look is judged on: a secret is shorter, and judging a long run whole at each of its many
-# key-like words (`key=key=key=…`, which a test's output or an error message may hold) took quadratic time.
-JUDGED_CHARS = 256
-
-
 def _path_like(value: str) -> bool:
     """A path or URL path ('com/PrefectHQ/prefect/420d…/assets/block-logos'): mostly word segments."""
-    value = value[:JUDGED_CHARS]
+    value = value[:VALUE_READ_CHARS]  # what it is judged on (see _VALUE)
     if not re.search(r"[/.]", value):
         return False
     segments = [s for s in re.split(r"[/.\-_]", value) if s]
@@ -780,7 +775,7 @@ def _wordy(value: str) -> bool:
     """Made of words, as identifiers and slugs are ('BetaClearToolUses2025', 'storefront-demo-2026'): their
     letter runs are long, hold vowels and few long consonant clusters. A generated secret's runs are short
     (about 2 characters) or, when it is all lower case, full of clusters like 'mfcgm'."""
-    value = value[:JUDGED_CHARS]
+    value = value[:VALUE_READ_CHARS]  # what it is judged on (see _VALUE)
     runs = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", value)
     if not runs:
         return False
@@ -792,7 +787,7 @@ def _wordy(value: str) -> bool:
 
 def _high_entropy(value: str) -> bool:
     """A random-looking credential: not a word, a path, an identifier or a plain number."""
-    value = value[:JUDGED_CHARS]
+    value = value[:VALUE_READ_CHARS]  # what it is judged on (see _VALUE)
     value = value.strip("\"'`")
     if len(value) < 12 or value.startswith(REDACTED) or _path_like(value) or _wordy(value):
         return False
@@ -928,7 +923,8 @@ def _redacted_and_capped(text: str, limit: int) -> tuple[str, str | None]:
     return _joined(head[:head_size], tail[-tail_size:] if tail_size else "", len(text))
 
 
-_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # what a reader may take for a line end besides \n
+LINE_ENDS = "\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"  # what a reader may take for a line end besides \n (a class's body)
+_LINE_BREAKS = re.compile(f"[{LINE_ENDS}]")
 _FENCE_TAG = re.compile(r"<(\s*/?\s*untrusted)", re.IGNORECASE)  # a tag of the fence's own, opening or closing
 
 

@@ -8,8 +8,9 @@ import re
 from collections import Counter
 
 from nightwatch.models import StackFrame
+from nightwatch.redact import LINE_ENDS
 
-_BREAKS = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
+_BREAKS = re.compile(f"[\n{LINE_ENDS}]+")
 
 
 def one_line(value: object) -> str:

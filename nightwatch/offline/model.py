@@ -49,16 +49,21 @@ SUMMARY_TOOL = "record_summary"
 _FRAME = re.compile(r"\[app\]\s+(?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
 _TOP = re.compile(r"Top in-app frame: (?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
 _FIELD = re.compile(r"^(Error class|Transaction|HTTP status|Occurrences): (.*)$", re.M)
-_MESSAGE = re.compile(r'<untrusted source="error message">\n(.*?)\n</untrusted>', re.S)
 _LIKELY = re.compile(r"Likely files: (.*)")
 _CALLED = re.compile(r"^- called (?P<name>\w+) (?P<args>\{.*\})$", re.M)
 _FENCED = re.compile(r'<untrusted source="(?P<source>[^"]*)">\n(?P<body>.*?)\n</untrusted>', re.S)
 
 
+def _fence(text: str, source: str) -> re.Match[str] | None:
+    """The first fence of that source: production data NightWatch put there (a fence's body cannot open or close one),
+    so text inside another fence, a commit's diff or an error message, is never read as it."""
+    return next((m for m in _FENCED.finditer(text) if m["source"] == source), None)
+
+
 def _fenced(text: str, source: str) -> str:
-    """The body of the first fence of that source: production data NightWatch put there (a fence's body cannot open
-    or close one), so text inside another fence, a commit's diff or an error message, is never read as it."""
-    return next((m["body"] for m in _FENCED.finditer(text) if m["source"] == source), "")
+    """The body of the first fence of that source, or ""."""
+    fence = _fence(text, source)
+    return fence["body"] if fence else ""
 
 
 def _outside_fences(text: str) -> str:
@@ -127,8 +132,7 @@ class _Conversation:
 
     @property
     def message(self) -> str:
-        match = _MESSAGE.search(self.text)
-        return match.group(1).strip() if match else ""
+        return _fenced(self.text, "error message").strip()
 
     def called(self, name: str, **args: Any) -> bool:
         return any(n == name and all(a.get(k) == v for k, v in args.items()) for n, a in self.calls)
@@ -198,7 +202,7 @@ class _Conversation:
 
 def _head(text: str) -> str:
     """The error and its stack: the opening text up to the end of its stack's fence (and its note)."""
-    stack = next((m for m in _FENCED.finditer(text) if m["source"] == "stack trace"), None)
+    stack = _fence(text, "stack trace")
     if stack is None:
         return text.split("## Research")[0].split("## Investigation so far")[0].strip()
     note = text.find("\n", stack.end() + 1)

@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
-from nightwatch.codehosts.base import CONTENT_CHECK_BYTES, secret_file_reason, secret_text_reason
-from nightwatch.redact import has_private_key
+from nightwatch.codehosts.base import secret_file_reason, secret_text_reason
 
 
 class TreeError(RuntimeError):
@@ -39,8 +38,8 @@ def disposable_tree(base: Path, files: Iterable[str], overlay: dict[str, str] | 
                 link = os.readlink(source)
                 if not os.path.isabs(link):
                     os.symlink(link, target)
-            elif source.is_file() and not _secret_by_content(source):
-                shutil.copyfile(source, target)
+            elif source.is_file() and (data := _readable(source)) is not None:
+                target.write_bytes(data)
                 os.chmod(target, 0o755 if os.access(source, os.X_OK) else 0o644)
         _drop_escaping_links(tmp)
         _write_overlay(tmp, overlay or {})
@@ -105,20 +104,15 @@ def _drop_escaping_links(root: Path) -> None:
                 path.unlink()
 
 
-def _secret_by_content(path: Path) -> bool:
-    """A file whose text is itself a secret (key material; a small file of mostly credentials): the code host withholds
-    it from the model by its content, so a test must not print it either."""
+def _readable(path: Path) -> bytes | None:
+    """The file's bytes, read once for both the check and the copy; None for a file whose text is itself a secret (the
+    code host's own test, secret_text_reason: it withholds such a file from the model, so a test must not print it
+    either) or that cannot be read."""
     try:
-        with path.open("rb") as handle:
-            head = handle.read(CONTENT_CHECK_BYTES + 1)
+        data = path.read_bytes()
     except OSError:
-        return True
-    if len(head) > CONTENT_CHECK_BYTES:  # a large file: only key material makes it secret, wherever it is
-        try:
-            return has_private_key(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            return True
-    return secret_text_reason(head.decode("utf-8", errors="replace")) is not None
+        return None
+    return None if secret_text_reason(data.decode("utf-8", errors="replace")) else data
 
 
 def open_up(root: Path) -> None:

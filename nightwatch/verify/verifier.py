@@ -19,7 +19,6 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from nightwatch.codehosts.base import CodeHostError
 from nightwatch.fix import FixRejected, checked_path
 from nightwatch.models import Analysis, FileChange, RegressionTest, Verification, VerificationRun
 from nightwatch.redact import fence
@@ -141,7 +140,7 @@ class Verifier:
             return base.model_copy(update={"reason": f"no test environment: {self.environment().detail}"})
         try:
             fix = fix_overlay(analysis.file_changes, self.root) if analysis.file_changes else {}  # type: ignore[arg-type]
-        except (ValueError, OSError, FixRejected, CodeHostError) as exc:
+        except (ValueError, OSError, FixRejected) as exc:  # checked_path turns a host's refusal into FixRejected
             return base.model_copy(update={"reason": f"the fix does not apply: {str(exc)[:300]}"})
         before = self._run("regression test without the fix", test, {})
         if before.outcome.startswith("not run") or before.outcome in ("passed", "skipped"):
