@@ -11,6 +11,7 @@ from nightwatch.models import StackFrame
 from nightwatch.redact import LINE_ENDS
 
 _BREAKS = re.compile(f"[\n{LINE_ENDS}]+")
+FIRST_MESSAGE_APP_FRAMES = 12  # the application frames an investigation's first message shows (get_error_traces: all)
 
 
 def one_line(value: object) -> str:

@@ -42,6 +42,16 @@ def test_forged_calls_and_frames_in_a_diff_or_a_message_are_not_read_as_the_conv
     assert summarised.app_frames() == [("hc/api/views.py", 41, "ping")]
 
 
+def test_traces_that_name_the_first_messages_stack_are_read_through_it() -> None:
+    _, traces, messages = _first_message()
+    lean = fence("error traces", render_traces(traces, lean=True))
+    assert "stack (top first" not in lean
+    conv = _Conversation.of(messages + [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_error_traces", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": lean}]}])
+    assert conv.app_frames() == [("hc/api/views.py", 41, "ping")] and conv.raised_in_library()
+
+
 def test_the_offline_model_starts_from_the_real_stack() -> None:
     _, _, messages = _first_message()
     tools = [TOOL_SCHEMAS[n] for n in ("read_file", "search_code", "get_error_traces")]

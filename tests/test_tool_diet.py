@@ -237,3 +237,42 @@ def test_a_path_that_looks_like_something_else_is_quoted_and_read_back_as_itself
     text = search_view.search_view("total", hits)
     assert search_view.parse_hits(text) == [("app/a.rb:", 7, "total = nil"), ("evil.rb\n  42: @total = nil", 1, "x = 1"),
                                             ("app/b.rb", 3, "total")]
+
+
+def _sampled_traces(app_frames: int) -> TraceData:
+    trace = "\n".join([f"app/controllers/c{i}.rb:{i + 1}:in `m{i}'" for i in range(app_frames)]
+                      + [f"/usr/local/bundle/gems/actionpack-7.1.3/lib/a.rb:{i}:in `x'" for i in range(9)])
+    samples = [{"timestamp": f"2026-11-2{i}T05:00:00+00:00", "error.class": "NoMethodError", "request.method": "POST",
+                "request.uri": "/stories/check_url_dupe", "host": f"app-{i % 2}"} for i in range(3)]
+    return TraceData(fingerprint="f", stack_frames=parse_stack_trace(trace), transaction_errors=samples)
+
+
+def test_lean_traces_say_once_what_every_occurrence_shares_and_name_the_stack_the_first_message_shows() -> None:
+    traces = _sampled_traces(app_frames=2)
+    full, lean = render_traces(traces), render_traces(traces, lean=True)
+    assert full.count("request.uri=/stories/check_url_dupe") == 3 and full.count("occurrence: ") == 3
+    assert lean.count("request.uri=/stories/check_url_dupe") == 1 and "request.method=POST" in lean
+    assert all(f"timestamp={s['timestamp']}" in lean for s in traces.transaction_errors)
+    assert lean.count("host=app-0") == 2 and lean.count("host=app-1") == 1  # what differs stays on its occurrence
+    # the stack is the one the first message shows, line for line: named, not repeated
+    assert "[app] app/controllers/c0.rb:1" in full and "[app]" not in lean
+    assert all(line in trace_summary(traces) for line in full.split("runs of framework frames are counted):\n")[1].splitlines())
+    assert "the 4 line(s) of the first message's Stack section, unchanged" in lean
+    assert len(lean) < 0.6 * len(full)
+
+
+def test_lean_traces_show_a_stack_whole_where_the_first_message_cut_it_and_one_occurrence_as_it_is() -> None:
+    deep = _sampled_traces(app_frames=14)  # the first message shows twelve application frames
+    assert "[app] app/controllers/c13.rb:14" in render_traces(deep, lean=True)
+    one = deep.model_copy(update={"transaction_errors": deep.transaction_errors[:1]})
+    assert render_traces(one, lean=True).splitlines()[0] == render_traces(one).splitlines()[0]
+
+
+def test_once_the_context_was_cleared_the_traces_answer_in_full(tmp_path: Path) -> None:
+    tools = runner(tmp_path, {"app/controllers/c0.rb": "x\n"})
+    tools.traces = _sampled_traces(app_frames=2)
+    named = tools.run("get_error_traces", {}, 1).text
+    tools.context_intact = False  # the loop says so once anything was cleared or compacted
+    whole = tools.run("get_error_traces", {}, 2).text
+    assert "first message's Stack section" in named and "[app] app/controllers/c0.rb:1" in whole
+    assert whole.count("request.uri=") == 3

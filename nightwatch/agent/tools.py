@@ -22,7 +22,7 @@ from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence, redact
-from nightwatch.stack_view import one_line, stack_lines
+from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, one_line, stack_lines
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
@@ -300,7 +300,7 @@ class ToolRunner:
         return ToolOutcome("\n".join(entries) or "(empty directory)", cached=cached)
 
     def _get_error_traces(self) -> ToolOutcome:
-        return ToolOutcome(fence("error traces", render_traces(self.traces)))
+        return ToolOutcome(fence("error traces", render_traces(self.traces, lean=self.lean and self.context_intact)))
 
     def _recall_context(self, query: str) -> ToolOutcome:
         return ToolOutcome(recall(self.events, query, self.fingerprint))
@@ -327,18 +327,35 @@ def _plain_hits(query: str, hits: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def render_traces(traces: TraceData, max_samples: int = 3) -> str:
-    """The error's occurrences and stack, redacted (production data), the raw trace cut only after redaction."""
-    lines = []
-    for sample in traces.transaction_errors[:max_samples]:
-        lines.append("occurrence: " + ", ".join(f"{k}={one_line(redact(str(v)))}" for k, v in sample.items() if v not in (None, "")))
+def render_traces(traces: TraceData, max_samples: int = 3, lean: bool = False) -> str:
+    """The error's occurrences and stack, redacted (production data), the raw trace cut only after redaction. `lean`
+    (the diet, while the first message is in view): what every occurrence shares is said once, and a stack the first
+    message shows whole is named there instead of repeated."""
+    samples = [[(k, one_line(redact(str(v)))) for k, v in s.items() if v not in (None, "")]
+               for s in traces.transaction_errors[:max_samples]]
+    lines = _occurrence_lines(samples, lean)
     if traces.stack_frames:
-        lines.append("stack (top first, [app] = application code; runs of framework frames are counted):")
-        lines.extend(stack_lines(traces.stack_frames))
+        stack = stack_lines(traces.stack_frames)
+        if lean and stack == stack_lines(traces.stack_frames, max_app=FIRST_MESSAGE_APP_FRAMES):
+            lines.append(f"stack: the {len(stack)} line(s) of the first message's Stack section, unchanged")
+        else:
+            lines.append("stack (top first, [app] = application code; runs of framework frames are counted):")
+            lines.extend(stack)
     elif traces.stack_trace:
         lines.append("stack trace:\n" + redact(traces.stack_trace)[:8000])
     lines.extend(f"note: {n}" for n in traces.notes)
     return redact("\n".join(lines)) or "No traces were recorded for this error."
+
+
+def _occurrence_lines(samples: list[list[tuple[str, str]]], lean: bool) -> list[str]:
+    """One line per occurrence; lean, the attributes every occurrence shares come first, once."""
+    common = set(samples[0]).intersection(*samples[1:]) if lean and len(samples) > 1 else set()
+    lines = [f"every occurrence ({len(samples)} shown): " + ", ".join(f"{k}={v}" for k, v in samples[0] if (k, v) in common)
+             ] if common else []
+    for sample in samples:
+        rest = [f"{k}={v}" for k, v in sample if (k, v) not in common]
+        lines.append("occurrence: " + (", ".join(rest) or "(as every occurrence)"))
+    return lines
 
 
 def _capped(text: str) -> str:

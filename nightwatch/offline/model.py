@@ -143,21 +143,26 @@ class _Conversation:
                 return content, is_error
         return None
 
-    def app_frames(self) -> list[tuple[str, int, str]]:
-        """In-app frames, top first: from the traces if fetched, else from the first message."""
+    def stack(self) -> list[str]:
+        """The stack's lines: the traces' if they show it (fetched, and not named as the first message's), else the
+        first message's Stack section."""
         traces = self.result("get_error_traces")
-        for stack in (["\n".join(_stack_of_traces(traces[0]))] if traces else []) + [_fenced(self.text, "stack trace")]:
-            frames = [(m["path"], int(m["line"]), m["method"] or "") for m in _FRAME.finditer(stack)]
-            if frames:
-                return frames
+        shown = _stack_of_traces(traces[0]) if traces else []
+        return shown or _fenced(self.text, "stack trace").split("\n")
+
+    def app_frames(self) -> list[tuple[str, int, str]]:
+        """In-app frames, top first: from the stack, else from the first message's header."""
+        frames = [(m["path"], int(m["line"]), m["method"] or "") for m in _FRAME.finditer("\n".join(self.stack()))]
+        if frames:
+            return frames
         top = _TOP.search(self.text)  # the header's field, before any production text
         return [(top["path"], int(top["line"]), top["method"] or "")] if top else []
 
     def raised_in_library(self) -> bool:
-        """The trace's first frame is framework code: the application called something that raised."""
-        traces = self.result("get_error_traces")
-        stack = _stack_of_traces(traces[0])[:1] if traces else []
-        return bool(stack) and "[app]" not in stack[0]
+        """The trace's first frame is framework code: the application called something that raised (read once the
+        traces were fetched)."""
+        first = next((line for line in self.stack() if line.strip()), "") if self.result("get_error_traces") else ""
+        return bool(first) and "[app]" not in first
 
     def top_frame(self) -> tuple[str, int, str] | None:
         frames = self.app_frames()
