@@ -90,6 +90,9 @@ class Server:
                     params = connection.recv()
                 except (EOFError, OSError):
                     return
+                if params == "now":  # the investigation's clock is the simulated one the prompt cache keeps
+                    connection.send(("now", self.clock()))
+                    continue
                 try:
                     message = self.api.create(**params)
                     self.billed.append(cost_usd(MODEL, usage_of(message)))  # billed, whether the answer arrives or not
@@ -125,6 +128,11 @@ class RemoteAPI:
     def recorded_as(self, model: str, mode: str) -> tuple[str, str]:
         return model, mode
 
+    def now(self) -> float:
+        """The server's simulated time, in seconds: what the prompt cache's TTL is counted in."""
+        self.connection.send("now")
+        return float(self.connection.recv()[1])
+
 
 @dataclass
 class StoppingRunner(ToolRunner):
@@ -147,11 +155,12 @@ def child(marathon_file: Path, address: str, home: Path, stop_at: int) -> dict[s
     runner = StoppingRunner(cache=marathon.code, traces=marathon.traces, events=EventLog(home / "events.jsonl"),
                             run_id="marathon-restart", fingerprint=marathon.error.fingerprint, allowed=definition.tools,
                             lean=policy.lean_tool_results, stop_at=stop_at)
+    api = RemoteAPI(address)
     config = LoopConfig(model=MODEL, system_prompt=definition.system_prompt, tools=definition.tools,
                         max_iterations=marathon.max_iterations, token_budget=UNLIMITED, policy=policy, agent=definition.name,
-                        focus=marathon.error.label)
+                        focus=marathon.error.label, clock=api.now)
     first = investigation_message(marathon.error, marathon.traces, marathon.research, None, policy.cache_ttl)
-    outcome = run_agent(RemoteAPI(address), runner, config, first, checkpoints=CheckpointStore(home / "checkpoints"))
+    outcome = run_agent(api, runner, config, first, checkpoints=CheckpointStore(home / "checkpoints"))
     return {"failure": outcome.failure, "resumed_at": outcome.resumed_at, "iterations": outcome.iterations,
             "tool_calls": len(runner.calls), "model_calls": len(outcome.calls)}
 

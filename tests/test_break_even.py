@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nightwatch.agent.break_even import calls_to_come, compaction_pays, context_window, least_clearing
+from nightwatch.agent.break_even import cache_expired, calls_to_come, compaction_pays, context_window, least_clearing
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.pricing import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER
 
@@ -72,3 +72,9 @@ def test_a_task_of_a_night_that_is_over_fails_instead_of_going_on_with_other_cli
     assert night.closed and current("night/a1") is None  # the flow's own context is reset
     with pytest.raises(NightOver, match="night night/a1 is over"):
         task_context.run(current, "night/a1")
+
+
+def test_the_cache_is_gone_once_its_ttl_passed_since_the_last_answer():
+    assert not cache_expired(None, 10_000.0)  # nothing was cached yet
+    assert not cache_expired(1_000.0, 1_299.0) and cache_expired(1_000.0, 1_301.0)
+    assert not cache_expired(1_000.0, 4_500.0, "1h") and cache_expired(1_000.0, 4_601.0, "1h")

@@ -124,3 +124,36 @@ def test_a_slow_answer_times_out_and_the_sdk_retries_it(tmp_path):
         requests = len(fake.message_requests())
     assert outcome.failure is None and requests == len(outcome.calls)  # every request the server got is a row
     assert outcome.calls[0].status == "unconfirmed" and all(c.status == "ok" for c in outcome.calls[1:])
+
+
+class _Clock:
+    """The loop's clock, moving `step` seconds each time it is read (before and after every model call)."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 1_000.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_once_the_cached_prompt_expired_a_request_asks_to_clear_without_a_break_even(tmp_path):
+    """A request after the cache's TTL (a resume after a restart, a long test run) writes the whole prompt again
+    whatever it clears, so a clearing costs it no rewrite: it asks the server to clear to the last `keep` tool uses
+    (past the trigger, as always) instead of at least the break-even."""
+    _, warm, _ = _run(tmp_path / "warm", clock=_Clock(10))
+    _, cold, _ = _run(tmp_path / "cold", clock=_Clock(400))  # 400 s from one answer to the next request: past 5 min
+    second = [b["context_management"]["edits"][0] for b in (warm[1], cold[1])]
+    assert second[0]["clear_at_least"]["value"] == least_clearing(40_000, 2) > 0  # two calls to come
+    assert second[1]["clear_at_least"] == {"type": "input_tokens", "value": 0}
+    assert second[0]["trigger"] == second[1]["trigger"] == {"type": "input_tokens", "value": 40_000}
+    assert second[1]["keep"] == {"type": "tool_uses", "value": 4}
+    # the first request has no cache to lose: it asks for the break-even either way
+    assert cold[0]["context_management"]["edits"][0]["clear_at_least"]["value"] > 0
+
+
+def test_the_age_of_the_cache_survives_a_checkpoint():
+    from nightwatch.agent.conversation import LoopState
+    state = LoopState(messages=[], answered_at=1_234.5)
+    assert LoopState.from_dict(state.to_dict()).answered_at == 1_234.5
+    assert LoopState.from_dict({"messages": []}).answered_at is None  # a checkpoint written before it was kept

@@ -25,6 +25,7 @@ import math
 from nightwatch.pricing import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER, price_for
 
 DEFAULT_WINDOW = 200_000
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # how long the API keeps a cached prefix after it was last read or written
 
 
 def context_window(model: str) -> int:
@@ -57,3 +58,10 @@ def compaction_pays(prompt_tokens: int, summary_tokens: int, to_come: int, model
     saved = (prompt_tokens - summary_tokens) * read * to_come
     spent = prompt_tokens * (read if history_cached else 1.0) + summary_tokens * (output_ratio + write)
     return saved > spent
+
+
+def cache_expired(answered_at: float | None, now: float, cache_ttl: str = "5m") -> bool:
+    """Whether the cached prompt is gone: the last request was answered longer ago than the cache's TTL (a resume after
+    a restart, a long tool run). The next request writes the whole prompt again whatever is cleared, so a clearing
+    then costs no rewrite of its own: it pays from its first token."""
+    return answered_at is not None and now - answered_at > TTL_SECONDS.get(cache_ttl, 300.0)

@@ -24,6 +24,7 @@ class LoopState:
     cleared_through: str = ""  # the last tool use whose result the server clears ("" while nothing is cleared)
     logged: list[str] = field(default_factory=list)  # what the event log already has (cleared notes)
     decisions: list[str] = field(default_factory=list)  # what the loop decided and when, for checkpoints
+    answered_at: float | None = None  # when the last model call was answered (the loop's clock): the cache's age
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

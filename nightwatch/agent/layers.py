@@ -46,6 +46,7 @@ class ContextLayers:
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
         self.sent_clearing: tuple[list[str], int] | None = None  # the last request's tool uses and the `keep` it sent
+        self.cold = False  # this request's cached prompt expired (break_even.cache_expired): clearing costs no rewrite
 
     # start and resume ------------------------------------------------------------------------
     def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
@@ -75,6 +76,8 @@ class ContextLayers:
 
     # one call ----------------------------------------------------------------------------------
     def call(self, state: LoopState, iteration: int, final: bool, calls: list[ModelCall]) -> Any:
+        clock = getattr(self.config, "clock", time.time)
+        self.cold = break_even.cache_expired(state.answered_at, clock(), self.policy.cache_ttl)
         system = caching.system_blocks(self.config.system_prompt, self.policy)
         tools = caching.tools_with_breakpoint(tool_schemas([] if final else self.config.tools), self.policy)
         watcher_actions, count = self._headroom(state, system, tools, iteration)
@@ -88,6 +91,7 @@ class ContextLayers:
                 response = self.client.create(**params)
             finally:
                 self._meter_lost(params, lost, iteration, calls, phase)
+        state.answered_at = clock()
         done = editing.applied(response)
         if done.tool_uses_cleared and self.sent_clearing and self.sent_clearing[1] < len(self.sent_clearing[0]):
             ids, keep = self.sent_clearing
@@ -125,6 +129,10 @@ class ContextLayers:
         if self.policy.clear_tool_uses_at_least is not None:
             return keep, self.policy.clear_tool_uses_at_least
         if not self.policy.when_it_pays:
+            return keep, 0
+        if self.cold:  # past the trigger the server clears to the last `keep` tool uses: the rewrite is paid anyway
+            state.decide(iteration, "the cached prompt expired: this request writes all of it anyway, so it asks to clear "
+                                    f"to the last {keep} tool uses, which then costs no rewrite")
             return keep, 0
         uses = editing.tool_uses(state.messages)
         boundary = editing.held(uses, state.cleared_through)

@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -51,6 +52,7 @@ class LoopConfig:
     complexity: str = "moderate"
     agent: str = ""
     focus: str = ""  # the error's own words, for the watcher's relevance score
+    clock: Callable[[], float] = time.time  # seconds: how old the cached prompt is (a benchmark's is simulated)
 
     def __post_init__(self) -> None:
         if self.policy is None:
