@@ -46,6 +46,7 @@ OFFLINE_MODEL_NAME = "nightwatch-offline-1"
 TRIAGE_TOOL = "submit_triage"
 SUMMARY_TOOL = "record_summary"
 
+_TRACES_STACK = re.compile(r"^stack \(top first[^\n]*\n", re.M)
 _FRAME = re.compile(r"\[app\]\s+(?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
 _TOP = re.compile(r"Top in-app frame: (?P<path>[^\s:]+):(?P<line>\d+)(?: in `(?P<method>[^`]*)`)?")
 _FIELD = re.compile(r"^(Error class|Transaction|HTTP status|Occurrences): (.*)$", re.M)
@@ -85,9 +86,11 @@ def _calls_in(text: str) -> list[tuple[str, dict]]:
 
 
 def _stack_of_traces(result: str) -> list[str]:
-    """The stack lines of a get_error_traces answer: those after its `stack (top first` line, inside its fence."""
+    """The stack lines of a get_error_traces answer: those after the line that starts `stack (top first`, inside its
+    fence (an occurrence's value is on its own line's end: it can say those words, never start that line)."""
     body = _fenced(result, "error traces")
-    return body.split("stack (top first", 1)[1].split("\n")[1:] if "stack (top first" in body else []
+    head = _TRACES_STACK.search(body)
+    return body[head.end():].split("\n") if head else []
 
 
 @dataclass
