@@ -259,3 +259,53 @@ def _in_other_pid_namespace(proc: Path) -> bool:
         return os.readlink(proc / "ns" / "pid") != os.readlink("/proc/self/ns/pid")
     except OSError:
         return False
+
+
+def _cgroups_here() -> str | None:
+    group, why = sandbox.cgroup.make(64 * 1024 * 1024, 8)
+    if group is not None:
+        group.remove()
+        return None
+    return why
+
+
+@pytest.mark.skipif(_cgroups_here() is not None, reason=f"no cgroup for a run on this machine: {_cgroups_here()}")
+def test_many_processes_each_within_its_own_limit_are_held_to_the_runs_memory_together(tmp_path):
+    """Each process stays under its address-space rlimit; together they pass the run's memory, and the kernel stops
+    them there: the run says so, and leaves no group behind."""
+    limits = dataclasses.replace(SHORT, memory_mb=256, work_mb=8, tmp_mb=8)  # 272 MB for all of them together
+    run = run_python(tmp_path, """
+        import os, sys, time
+        children = []
+        for _ in range(6):
+            pid = os.fork()
+            if pid == 0:
+                held = b"x" * (120 << 20)  # 120 MB each, written: resident, within the process's own 256 MB
+                time.sleep(3)
+                os._exit(0)
+            children.append(pid)
+        died = [os.waitpid(pid, 0)[1] for pid in children]
+        print("ALL HELD" if not any(died) else f"DIED {died}")
+        sys.exit(1 if any(died) else 0)
+    """, limits=limits)
+    assert "ALL HELD" not in run.output, run.output
+    assert run.memory_killed and run.outcome == "killed at its memory limit (272 MB for all its processes)", run.outcome
+    assert run.grouped in ("cgroup v1", "cgroup v2")
+    mine = f"nightwatch-run-{os.getpid()}-"
+    assert not [p for p in Path("/sys/fs/cgroup").rglob(f"{mine}*") if p.is_dir()]
+
+
+def test_without_a_cgroup_a_run_goes_on_with_its_per_process_limits_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox.cgroup, "make", lambda *a, **k: (None, "no cgroup here"))
+    run = run_python(tmp_path, "print('ran')")
+    assert run.exit_code == 0 and "ran" in run.output, run.output
+    assert run.grouped == "per process only: no cgroup here" and not run.memory_killed
+
+
+def test_a_run_that_cannot_enter_its_cgroup_does_not_run_at_all(tmp_path, monkeypatch):
+    folder = tmp_path / "group"
+    (folder / "cgroup.procs").mkdir(parents=True)  # a folder: the run's first process cannot write its pid there
+    monkeypatch.setattr(sandbox.cgroup, "make", lambda *a, **k: (sandbox.cgroup.RunGroup(2, folder, folder), ""))
+    run = run_python(tmp_path, "open('/tmp/ran', 'w').write('x')\nprint('ran')")
+    assert run.not_run == "its cgroup could not be entered" and run.outcome == "not run: its cgroup could not be entered"
+    assert "ran" not in run.output

@@ -10,7 +10,9 @@ Each run gets:
   - an environment of its own: PATH, HOME=/tmp/home, LANG, TMPDIR and what the caller names; never a variable
     of NightWatch's;
   - limits: CPU seconds, address space, file size and processes (rlimits through `prlimit`), a wall clock after
-    which its whole process group and pid namespace are killed;
+    which its whole process group and pid namespace are killed; where the machine allows it, a cgroup of its own
+    holding the sum of its processes' memory and their count (nightwatch/verify/cgroup.py), which a process's own
+    limits do not;
   - as root, an unprivileged uid (`setpriv`), so that the process limit holds (root is exempt from it): a uid of
     its own for each run, so that runs side by side do not share it.
 Output (stdout and stderr together) is capped while it is read and redacted before anyone sees it.
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nightwatch.redact import REDACTED, redact
+from nightwatch.verify import cgroup
 from nightwatch.verify.reproduce import skipped
 
 SANDBOX_UID = 65534  # as root, a set-up runs as this uid (nobody), which owns the environment it makes
@@ -42,6 +45,7 @@ _ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "ld.so.conf"
         "alternatives", "ssl", "ca-certificates", "mime.types", "timezone", "python3")  # pip.conf only for set-up
 _SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _MIB = 1024 * 1024
+_SANDBOX_PROCESSES = 8  # the run's own: its shell, bubblewrap and its init in the pid namespace, beside the command's
 
 
 class SandboxUnavailable(RuntimeError):
@@ -72,6 +76,8 @@ class SandboxRun:
     output_cut: bool = False
     not_run: str | None = None  # why nothing ran
     limits: Limits = field(default_factory=Limits)
+    memory_killed: bool = False  # the kernel killed a process at the run's memory limit (its cgroup's)
+    grouped: str = ""  # how the run's processes were held together: "cgroup v1", "cgroup v2", or why not
 
     @property
     def outcome(self) -> str:
@@ -81,6 +87,8 @@ class SandboxRun:
             return f"not run: {self.not_run}"
         if self.timed_out:
             return f"killed at the {self.limits.wall_s:g} s limit"
+        if self.memory_killed and self.exit_code != 0:
+            return f"killed at its memory limit ({group_memory_mb(self.limits):,} MB for all its processes)"
         if self.exit_code is not None and self.exit_code < 0:
             return f"killed by signal {-self.exit_code} ({signal.Signals(-self.exit_code).name})"
         if self.exit_code == 0:
@@ -109,6 +117,27 @@ def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[st
     if reason:
         return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, not_run=reason, limits=limits)
     argv = _argv(command, tree, list(mounts), list(writable), env or {}, limits, network)
+    group, why = cgroup.make(group_memory_mb(limits) * _MIB, limits.processes + _SANDBOX_PROCESSES)
+    try:
+        run = _run(command, group.enter(argv) if group else argv, limits, secrets)
+        if group is not None and run.exit_code == 125 and run.output.strip() == cgroup.REFUSED:
+            return SandboxRun(command=command, exit_code=None, output="", seconds=run.seconds, limits=limits,
+                              not_run="its cgroup could not be entered")
+        run.memory_killed = group is not None and group.oom_killed()
+        run.grouped = group.kind if group else f"per process only: {why}"
+        return run
+    finally:
+        if group is not None:
+            group.remove()
+
+
+def group_memory_mb(limits: Limits) -> int:
+    """The memory all of a run's processes may hold together: its memory limit and its two tmpfs, whose files count
+    as the memory of the group that writes them (filling them ends in "no space left", not in the OOM killer)."""
+    return limits.memory_mb + limits.work_mb + limits.tmp_mb
+
+
+def _run(command: list[str], argv: list[str], limits: Limits, secrets: list[str]) -> SandboxRun:
     started = time.monotonic()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,

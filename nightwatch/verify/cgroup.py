@@ -1,0 +1,152 @@
+"""A sandboxed run's processes limited together: the sum of their memory and their count, in a cgroup made for the run.
+
+The rlimits the sandbox sets hold each process (its address space) and each uid (its process count): a test that
+starts many processes can still use many times the memory limit in all. Where this machine lets NightWatch make a
+cgroup below its own (as root, usually: cgroup v2 with the memory and pids controllers delegated to its group, or v1's
+memory and pids hierarchies), each run gets one: its memory (`memory.max`, v1 `memory.limit_in_bytes`; the files it
+writes to its tmpfs count there too, so the limit is the run's memory plus its tmpfs sizes), no swap beyond it where
+swap is accounted, and its process count (`pids.max`). The run's first process moves itself in before it starts
+anything, so every process the run starts is inside; when the run ends, whatever is left in the group is killed and the
+group removed. A machine without them runs with the rlimits alone, and the run says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+OWN_GROUPS = Path("/proc/self/cgroup")
+REFUSED = "nightwatch: the run could not enter its cgroup"  # what the run's first process says if it cannot
+_RUNS = itertools.count()
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """The cgroup folder(s) of one run: one for cgroup v2, the memory and the pids one for v1."""
+
+    version: int
+    memory: Path
+    pids: Path
+
+    @property
+    def kind(self) -> str:
+        return f"cgroup v{self.version}"
+
+    def folders(self) -> list[Path]:
+        return list(dict.fromkeys([self.memory, self.pids]))
+
+    def enter(self, argv: list[str]) -> list[str]:
+        """`argv` run by a shell that first moves itself into the group (its children inherit it), or says REFUSED."""
+        script = ('while [ "$1" != -- ]; do echo $$ 2>/dev/null > "$1" || { echo "$0" >&2; exit 125; }; shift; done; '
+                  'shift; exec "$@"')
+        return ["/bin/sh", "-c", script, REFUSED, *(str(f / "cgroup.procs") for f in self.folders()), "--", *argv]
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the run at its memory limit."""
+        events = self.memory / ("memory.events" if self.version == 2 else "memory.oom_control")
+        for line in _read(events).splitlines():
+            name, _, count = line.partition(" ")
+            if name == "oom_kill" and count.strip().isdigit():
+                return int(count) > 0
+        return False
+
+    def remove(self) -> None:
+        """Kill whatever the run left in the group, then remove it (never raises: a group left behind is empty)."""
+        for _ in range(50):
+            left = [int(p) for f in self.folders() for p in _read(f / "cgroup.procs").split() if p.isdigit()]
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                for folder in self.folders():
+                    if folder.exists():
+                        folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
+def make(memory_bytes: int, processes: int, root: Path = Path("/")) -> tuple[RunGroup | None, str]:
+    """(a group for one run with these limits, "") or (None, why not). `root`: where /sys and /proc are (tests)."""
+    mounts = _mounts(root)
+    own = _own_paths(root)
+    name = f"nightwatch-run-{os.getpid()}-{next(_RUNS)}"
+    if "" in mounts and "" in own:  # cgroup v2: one folder, its controllers delegated to our group
+        parent = mounts[""] / own[""].lstrip("/")
+        controllers = set(_read(parent / "cgroup.subtree_control").split())
+        if {"memory", "pids"} <= controllers:
+            return _made(RunGroup(2, parent / name, parent / name), memory_bytes, processes)
+    if "memory" in mounts and "pids" in mounts:
+        memory = mounts["memory"] / own.get("memory", "/").lstrip("/") / name
+        pids = mounts["pids"] / own.get("pids", "/").lstrip("/") / name
+        return _made(RunGroup(1, memory, pids), memory_bytes, processes)
+    return None, "no cgroup with the memory and pids controllers is available to this process"
+
+
+def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup | None, str]:
+    try:
+        for folder in group.folders():
+            folder.mkdir()
+        if group.version == 2:
+            _write(group.memory / "memory.max", memory_bytes)
+            _write(group.memory / "memory.swap.max", 0, optional=True)
+        else:
+            _write(group.memory / "memory.limit_in_bytes", memory_bytes)
+            _write(group.memory / "memory.memsw.limit_in_bytes", memory_bytes, optional=True)
+        _write(group.pids / "pids.max", processes)
+    except OSError as exc:
+        group.remove()
+        return None, f"a cgroup could not be made ({exc.strerror or exc})"
+    return group, ""
+
+
+def _write(path: Path, value: int, optional: bool = False) -> None:
+    try:
+        path.write_text(f"{value}\n")
+    except OSError:
+        if not optional:
+            raise
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _mounts(root: Path) -> dict[str, Path]:
+    """Mount points by controller ("" for the v2 hierarchy), where the mount's root is the hierarchy's root."""
+    found: dict[str, Path] = {}
+    for line in _read(root / str(MOUNTINFO).lstrip("/")).splitlines():
+        fields = line.split(" - ")
+        if len(fields) != 2:
+            continue
+        before, after = fields[0].split(), fields[1].split()
+        if len(before) < 5 or len(after) < 3 or before[3] != "/":
+            continue  # a hierarchy mounted from below its root: its paths do not match /proc/self/cgroup's
+        point = root / before[4].lstrip("/")
+        if after[0] == "cgroup2":
+            found.setdefault("", point)
+        elif after[0] == "cgroup":
+            for option in after[2].split(","):
+                if option in ("memory", "pids"):
+                    found.setdefault(option, point)
+    return found
+
+
+def _own_paths(root: Path) -> dict[str, str]:
+    """This process's group in each hierarchy ("" for v2), from /proc/self/cgroup."""
+    paths: dict[str, str] = {}
+    for line in _read(root / str(OWN_GROUPS).lstrip("/")).splitlines():
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        for controller in controllers.split(",") if controllers else [""]:
+            paths.setdefault(controller, path)
+    return paths

@@ -1,0 +1,78 @@
+"""A run's cgroup is found the way the kernel lays hierarchies out (cgroup v2, v1's memory and pids, neither), from
+/proc/self/mountinfo and /proc/self/cgroup as this machine and others write them; a fake root holds their files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nightwatch.verify import cgroup
+
+V1_MOUNTS = """31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+V1_OWN = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/1ff4\n0::/\n"
+V2_MOUNTS = "28 22 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+
+
+def _root(tmp_path: Path, mounts: str, own: str) -> Path:
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/mountinfo").write_text(mounts)
+    (tmp_path / "proc/self/cgroup").write_text(own)
+    return tmp_path
+
+
+def test_cgroup_v1_makes_a_memory_and_a_pids_group_below_this_process_s_own(tmp_path):
+    root = _root(tmp_path, V1_MOUNTS, V1_OWN)
+    (root / "sys/fs/cgroup/memory/process_api/1ff4").mkdir(parents=True)
+    (root / "sys/fs/cgroup/pids").mkdir(parents=True)
+    (root / "sys/fs/cgroup/unified").mkdir(parents=True)  # a v2 mount with no controllers delegated: not used
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert why == "" and group is not None and group.kind == "cgroup v1"
+    assert group.memory.parent == root / "sys/fs/cgroup/memory/process_api/1ff4" and group.pids.parent == root / "sys/fs/cgroup/pids"
+    assert (group.memory / "memory.limit_in_bytes").read_text() == f"{300 << 20}\n"
+    assert (group.memory / "memory.memsw.limit_in_bytes").read_text() == f"{300 << 20}\n"
+    assert (group.pids / "pids.max").read_text() == "72\n"
+    argv = group.enter(["prlimit", "--", "bwrap"])
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[3] == cgroup.REFUSED
+    assert argv[4:] == [str(group.memory / "cgroup.procs"), str(group.pids / "cgroup.procs"), "--", "prlimit", "--", "bwrap"]
+    (group.memory / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    assert group.oom_killed()
+
+
+def test_cgroup_v2_is_used_where_memory_and_pids_are_delegated_to_this_process_s_group(tmp_path):
+    root = _root(tmp_path, V2_MOUNTS, "0::/user.slice/nightwatch.service\n")
+    parent = root / "sys/fs/cgroup/user.slice/nightwatch.service"
+    parent.mkdir(parents=True)
+    (parent / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is not None and group.kind == "cgroup v2" and group.memory == group.pids and group.memory.parent == parent
+    assert (group.memory / "memory.max").read_text() == f"{300 << 20}\n" and (group.memory / "pids.max").read_text() == "72\n"
+    assert group.enter(["true"])[4:6] == [str(group.memory / "cgroup.procs"), "--"]
+    assert not group.oom_killed()
+    (group.memory / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n")
+    assert group.oom_killed()
+
+
+def test_no_delegated_controllers_and_no_v1_hierarchies_make_no_group_and_say_why(tmp_path):
+    root = _root(tmp_path, V2_MOUNTS, "0::/user.slice\n")
+    (root / "sys/fs/cgroup/user.slice").mkdir(parents=True)
+    (root / "sys/fs/cgroup/user.slice/cgroup.subtree_control").write_text("cpu\n")
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is None and why == "no cgroup with the memory and pids controllers is available to this process"
+
+
+def test_a_group_that_cannot_be_made_is_left_behind_by_nothing_and_says_why(tmp_path):
+    root = _root(tmp_path, V1_MOUNTS, V1_OWN)  # the hierarchies' folders do not exist: mkdir fails
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is None and why.startswith("a cgroup could not be made")
+    assert not list(tmp_path.rglob("nightwatch-run-*"))
+
+
+def test_a_hierarchy_mounted_from_below_its_root_is_not_read_as_if_it_were_the_root(tmp_path):
+    mounts = V1_MOUNTS.replace("0:32 / /sys/fs/cgroup/memory", "0:32 /process_api/1ff4 /sys/fs/cgroup/memory")
+    root = _root(tmp_path, mounts, V1_OWN)
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is None and why.startswith("no cgroup")
