@@ -76,3 +76,21 @@ def test_a_hierarchy_mounted_from_below_its_root_is_not_read_as_if_it_were_the_r
     root = _root(tmp_path, mounts, V1_OWN)
     group, why = cgroup.make(300 << 20, 72, root=root)
     assert group is None and why.startswith("no cgroup")
+
+
+def test_groups_a_process_that_is_gone_left_behind_are_removed_and_a_living_ones_kept(tmp_path):
+    import os
+    import subprocess
+
+    root = _root(tmp_path, V2_MOUNTS, "0::/svc\n")
+    parent = root / "sys/fs/cgroup/svc"
+    parent.mkdir(parents=True)
+    (parent / "cgroup.subtree_control").write_text("memory pids\n")
+    dead_pid = subprocess.Popen(["true"]).pid
+    os.waitpid(dead_pid, 0)  # a pid that has ended
+    (parent / f"nightwatch-run-{dead_pid}-3").mkdir()
+    (parent / f"nightwatch-run-{os.getpid()}-99").mkdir()  # this process's, still running
+    group, _ = cgroup.make(300 << 20, 72, root=root)
+    assert group is not None
+    assert not (parent / f"nightwatch-run-{dead_pid}-3").exists()
+    assert (parent / f"nightwatch-run-{os.getpid()}-99").exists()

@@ -91,6 +91,8 @@ def make(memory_bytes: int, processes: int, root: Path = Path("/")) -> tuple[Run
 
 
 def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup | None, str]:
+    for folder in group.folders():
+        _sweep(folder.parent)
     try:
         for folder in group.folders():
             folder.mkdir()
@@ -105,6 +107,32 @@ def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup 
         group.remove()
         return None, f"a cgroup could not be made ({exc.strerror or exc})"
     return group, ""
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the groups a NightWatch process that is gone left behind (killed before it removed them): a group whose
+    processes are all gone is an empty folder, and only an empty one can be removed."""
+    try:
+        stale = [f for f in parent.glob("nightwatch-run-*") if not _alive(f.name.split("-")[2])]
+    except OSError:
+        return
+    for folder in stale:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: alive
+    return True
 
 
 def _write(path: Path, value: int, optional: bool = False) -> None:
