@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from nightwatch.cli import app
 from nightwatch.preflight import anthropic_checks, newrelic_checks, problems, run_checks
 from nightwatch.runtime import source_statuses
 from nightwatch.settings import Settings
+from nightwatch.verify.sandbox import unavailable_reason as sandbox_unavailable
 from tests.fakes.anthropic import FakeAnthropic, overloaded
 from tests.fakes.http import Reply
 from tests.fakes.nerdgraph import FAKE_API_KEY, FakeNerdGraph, NerdGraphDataset, sample_export
@@ -136,3 +138,18 @@ def test_run_against_a_closed_nerdgraph_port_exits_2_in_seconds_with_one_line(ni
     assert result.exit_code == 2 and len(lines) == 1 and "could not reach" in lines[0] and url in lines[0]
     assert FAKE_API_KEY not in result.stderr
     assert not list(nightwatch_home.glob("prefect/*.db")) and not (nightwatch_home / "reports").exists()  # nothing analysed
+
+
+@pytest.mark.skipif(sandbox_unavailable() is not None, reason="no sandbox here: the check says why instead")
+def test_check_says_whether_a_runs_processes_are_held_together(monkeypatch):
+    from nightwatch.verify import cgroup, sandbox
+
+    def detail() -> str:
+        return next(c.detail for c in run_checks(Settings(demo="python"), []) if c.name == "verified fixes")
+
+    monkeypatch.setattr(cgroup, "make", lambda *a, **k: (None, "no cgroup here"))
+    assert detail().endswith("sandbox: bubblewrap, memory and processes limited per process only (no cgroup here)")
+    group = cgroup.RunGroup(1, Path("/nonexistent/m"), Path("/nonexistent/p"))
+    monkeypatch.setattr(cgroup, "make", lambda *a, **k: (group, ""))
+    assert detail().endswith("sandbox: bubblewrap, memory and processes limited per run (cgroup v1)")
+    assert sandbox.grouping() == "memory and processes limited per run (cgroup v1)"

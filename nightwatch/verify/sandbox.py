@@ -131,6 +131,15 @@ def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[st
             group.remove()
 
 
+def grouping() -> str:
+    """How runs here hold their processes together, for `nightwatch check`: a cgroup per run, or why only per process."""
+    group, why = cgroup.make(64 * _MIB, 8)
+    if group is None:
+        return f"memory and processes limited per process only ({why})"
+    group.remove()
+    return f"memory and processes limited per run ({group.kind})"
+
+
 def group_memory_mb(limits: Limits) -> int:
     """The memory all of a run's processes may hold together: its memory limit and its two tmpfs, whose files count
     as the memory of the group that writes them (filling them ends in "no space left", not in the OOM killer)."""

@@ -117,7 +117,7 @@ class Verifier:
         how = "detected" if command.detected else "NIGHTWATCH_TEST_COMMAND"
         where = (f"environment NIGHTWATCH_TEST_ENV={self.env_path}" if self.env_path else
                  f"environment made by `{self.setup}` (NIGHTWATCH_TEST_SETUP)" if self.setup else "the system's Ruby")
-        return f"`{command.shown}` ({how}); {where}; sandbox: bubblewrap"
+        return f"`{command.shown}` ({how}); {where}; sandbox: bubblewrap, {sandbox.grouping()}"
 
     def run_test(self, test: RegressionTest, crash: CrashSite | None = None) -> tuple[VerificationRun, str]:
         """The agent's run_test tool: the test file added to the tree at the night's commit, run once. Returns the run
