@@ -94,3 +94,48 @@ def test_groups_a_process_that_is_gone_left_behind_are_removed_and_a_living_ones
     assert group is not None
     assert not (parent / f"nightwatch-run-{dead_pid}-3").exists()
     assert (parent / f"nightwatch-run-{os.getpid()}-99").exists()
+
+
+def test_a_half_made_group_removes_only_the_folder_it_made(tmp_path):
+    root = _root(tmp_path, V1_MOUNTS, V1_OWN)
+    memory = root / "sys/fs/cgroup/memory/process_api/1ff4"
+    memory.mkdir(parents=True)  # the pids hierarchy's folder is missing: the second mkdir fails
+    other = memory / "nightwatch-run-1-0-abcd"  # another run's group, alive
+    other.mkdir()
+    (other / "cgroup.procs").write_text("4242\n")
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is None and why.startswith("a cgroup could not be made")
+    assert [p.name for p in memory.iterdir()] == [other.name] and (other / "cgroup.procs").read_text() == "4242\n"
+
+
+def test_two_groups_made_at_once_never_share_a_name(tmp_path):
+    root = _root(tmp_path, V2_MOUNTS, "0::/svc\n")
+    parent = root / "sys/fs/cgroup/svc"
+    parent.mkdir(parents=True)
+    (parent / "cgroup.subtree_control").write_text("memory pids\n")
+    names = {cgroup.make(1 << 20, 8, root=root)[0].memory.name for _ in range(20)}
+    assert len(names) == 20 and all(n.startswith("nightwatch-run-") for n in names)
+
+
+def test_a_cgroup_mount_hidden_by_a_later_mount_at_the_same_point_is_not_used(tmp_path):
+    hidden = V1_MOUNTS + "52 39 0:50 / /sys/fs/cgroup/pids rw,relatime - tmpfs tmpfs rw\n"
+    root = _root(tmp_path, hidden, V1_OWN)
+    (root / "sys/fs/cgroup/memory/process_api/1ff4").mkdir(parents=True)
+    (root / "sys/fs/cgroup/pids").mkdir(parents=True)
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is None and why.startswith("no cgroup")
+
+
+def test_a_group_was_entered_when_the_kernel_counted_memory_or_faults_in_it(tmp_path):
+    folder = tmp_path / "g"
+    folder.mkdir()
+    group = cgroup.RunGroup(1, folder, folder)
+    assert not group.entered()
+    (folder / "memory.max_usage_in_bytes").write_text("0\n")
+    (folder / "memory.stat").write_text("cache 0\ntotal_pgfault 0\n")
+    assert not group.entered()
+    (folder / "memory.stat").write_text("cache 0\ntotal_pgfault 311\n")
+    assert group.entered()
+    (folder / "memory.stat").write_text("")
+    (folder / "memory.max_usage_in_bytes").write_text("1204224\n")
+    assert group.entered()

@@ -289,7 +289,8 @@ def test_many_processes_each_within_its_own_limit_are_held_to_the_runs_memory_to
         sys.exit(1 if any(died) else 0)
     """, limits=limits)
     assert "ALL HELD" not in run.output, run.output
-    assert run.memory_killed and run.outcome == "killed at its memory limit (272 MB for all its processes)", run.outcome
+    assert run.memory_killed and run.exit_code == 1, run.output
+    assert run.outcome == "failed (exit 1); a process of the run was killed at its memory limit (272 MB for all its processes)"
     assert run.grouped in ("cgroup v1", "cgroup v2")
     mine = f"nightwatch-run-{os.getpid()}-"
     assert not [p for p in Path("/sys/fs/cgroup").rglob(f"{mine}*") if p.is_dir()]
@@ -309,3 +310,11 @@ def test_a_run_that_cannot_enter_its_cgroup_does_not_run_at_all(tmp_path, monkey
     run = run_python(tmp_path, "open('/tmp/ran', 'w').write('x')\nprint('ran')")
     assert run.not_run == "its cgroup could not be entered" and run.outcome == "not run: its cgroup could not be entered"
     assert "ran" not in run.output
+
+
+@pytest.mark.skipif(_cgroups_here() is not None, reason=f"no cgroup for a run on this machine: {_cgroups_here()}")
+def test_a_test_that_prints_the_refusal_and_exits_125_has_still_run(tmp_path):
+    """Whether the run entered its cgroup is the kernel's count, not the output's: a test cannot pass itself off as
+    never run (and hide its output) by printing what the sandbox's first process says when it cannot get in."""
+    run = run_python(tmp_path, f"import sys\nsys.stderr.write({sandbox.cgroup.REFUSED!r} + '\\n')\nsys.exit(125)\n")
+    assert run.not_run is None and run.exit_code == 125 and run.outcome == "failed (exit 125)", run.outcome

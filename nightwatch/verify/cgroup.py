@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 import signal
 import time
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
 OWN_GROUPS = Path("/proc/self/cgroup")
-REFUSED = "nightwatch: the run could not enter its cgroup"  # what the run's first process says if it cannot
+REFUSED = "nightwatch: the run could not enter its cgroup"  # said on its output, for a reader: entered() decides
 _RUNS = itertools.count()
 
 
@@ -45,6 +46,18 @@ class RunGroup:
         script = ('while [ "$1" != -- ]; do echo $$ 2>/dev/null > "$1" || { echo "$0" >&2; exit 125; }; shift; done; '
                   'shift; exec "$@"')
         return ["/bin/sh", "-c", script, REFUSED, *(str(f / "cgroup.procs") for f in self.folders()), "--", *argv]
+
+    def entered(self) -> bool:
+        """Whether the run's first process got in: the group's peak memory, or its page faults, are above zero (the
+        kernel's count: nothing the run prints can say it)."""
+        peak = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        if _read(self.memory / peak).strip() not in ("", "0"):
+            return True
+        for line in _read(self.memory / "memory.stat").splitlines():
+            name, _, count = line.partition(" ")
+            if name in ("pgfault", "total_pgfault") and count.strip().isdigit() and int(count) > 0:
+                return True
+        return False
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of the run at its memory limit."""
@@ -77,7 +90,7 @@ def make(memory_bytes: int, processes: int, root: Path = Path("/")) -> tuple[Run
     """(a group for one run with these limits, "") or (None, why not). `root`: where /sys and /proc are (tests)."""
     mounts = _mounts(root)
     own = _own_paths(root)
-    name = f"nightwatch-run-{os.getpid()}-{next(_RUNS)}"
+    name = f"nightwatch-run-{os.getpid()}-{next(_RUNS)}-{secrets.token_hex(4)}"  # pids repeat across pid namespaces
     if "" in mounts and "" in own:  # cgroup v2: one folder, its controllers delegated to our group
         parent = mounts[""] / own[""].lstrip("/")
         controllers = set(_read(parent / "cgroup.subtree_control").split())
@@ -93,9 +106,11 @@ def make(memory_bytes: int, processes: int, root: Path = Path("/")) -> tuple[Run
 def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup | None, str]:
     for folder in group.folders():
         _sweep(folder.parent)
+    made: list[Path] = []
     try:
         for folder in group.folders():
-            folder.mkdir()
+            folder.mkdir()  # never one that exists: it would be another run's
+            made.append(folder)
         if group.version == 2:
             _write(group.memory / "memory.max", memory_bytes)
             _write(group.memory / "memory.swap.max", 0, optional=True)
@@ -104,7 +119,11 @@ def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup 
             _write(group.memory / "memory.memsw.limit_in_bytes", memory_bytes, optional=True)
         _write(group.pids / "pids.max", processes)
     except OSError as exc:
-        group.remove()
+        for folder in made:  # only what this call made, and only while it is empty
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
         return None, f"a cgroup could not be made ({exc.strerror or exc})"
     return group, ""
 
@@ -161,6 +180,7 @@ def _mounts(root: Path) -> dict[str, Path]:
         if len(before) < 5 or len(after) < 3 or before[3] != "/":
             continue  # a hierarchy mounted from below its root: its paths do not match /proc/self/cgroup's
         point = root / before[4].lstrip("/")
+        found = {k: v for k, v in found.items() if v != point}  # a later mount at the same point hides the earlier
         if after[0] == "cgroup2":
             found.setdefault("", point)
         elif after[0] == "cgroup":

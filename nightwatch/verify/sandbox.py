@@ -87,13 +87,15 @@ class SandboxRun:
             return f"not run: {self.not_run}"
         if self.timed_out:
             return f"killed at the {self.limits.wall_s:g} s limit"
-        if self.memory_killed and self.exit_code != 0:
-            return f"killed at its memory limit ({group_memory_mb(self.limits):,} MB for all its processes)"
+        limit = f"its memory limit ({group_memory_mb(self.limits):,} MB for all its processes)"
+        if self.memory_killed and self.exit_code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            return f"killed at {limit}"
         if self.exit_code is not None and self.exit_code < 0:
             return f"killed by signal {-self.exit_code} ({signal.Signals(-self.exit_code).name})"
         if self.exit_code == 0:
             return "skipped" if skipped(self.output) else "passed"
-        return f"failed (exit {self.exit_code})"
+        # a process of the run killed at the limit does not make the command's own failure anything but a failure
+        return f"failed (exit {self.exit_code})" + (f"; a process of the run was killed at {limit}" if self.memory_killed else "")
 
 
 def unavailable_reason() -> str | None:
@@ -120,7 +122,7 @@ def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[st
     group, why = cgroup.make(group_memory_mb(limits) * _MIB, limits.processes + _SANDBOX_PROCESSES)
     try:
         run = _run(command, group.enter(argv) if group else argv, limits, secrets)
-        if group is not None and run.exit_code == 125 and run.output.strip() == cgroup.REFUSED:
+        if group is not None and not run.timed_out and not group.entered():  # the kernel's word, not the output's
             return SandboxRun(command=command, exit_code=None, output="", seconds=run.seconds, limits=limits,
                               not_run="its cgroup could not be entered")
         run.memory_killed = group is not None and group.oom_killed()
