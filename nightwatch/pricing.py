@@ -14,6 +14,7 @@ from nightwatch.models import TokenUsage
 PRICE_TABLE_VERSION = "2026-11-01"
 BATCH_DISCOUNT = 0.5
 CACHE_WRITE_MULTIPLIER = {"5m": 1.25, "1h": 2.0}
+CACHE_TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # how long a cached prefix lives after it was last read or written
 CACHE_READ_MULTIPLIER = 0.1
 
 

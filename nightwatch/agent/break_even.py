@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import math
 
-from nightwatch.pricing import CACHE_READ_MULTIPLIER, CACHE_WRITE_MULTIPLIER, price_for
+from nightwatch.pricing import CACHE_READ_MULTIPLIER, CACHE_TTL_SECONDS, CACHE_WRITE_MULTIPLIER, price_for
 
 DEFAULT_WINDOW = 200_000
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}  # how long the API keeps a cached prefix after it was last read or written
 
 
 def context_window(model: str) -> int:
@@ -64,4 +63,4 @@ def cache_expired(answered_at: float | None, now: float, cache_ttl: str = "5m") 
     """Whether the cached prompt is gone: the last request was answered longer ago than the cache's TTL (a resume after
     a restart, a long tool run). The next request writes the whole prompt again whatever is cleared, so a clearing
     then costs no rewrite of its own: it pays from its first token."""
-    return answered_at is not None and now - answered_at > TTL_SECONDS.get(cache_ttl, 300.0)
+    return answered_at is not None and now - answered_at > CACHE_TTL_SECONDS.get(cache_ttl, CACHE_TTL_SECONDS["5m"])

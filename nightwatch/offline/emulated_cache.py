@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from nightwatch.pricing import CACHE_TTL_SECONDS
 from nightwatch.tokens import PER_MESSAGE_OVERHEAD, PER_TOOL_OVERHEAD, _text_of, estimate_text
 
 LOOKBACK_BLOCKS = 20
-TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 # Minimum cacheable prompt length by model family; shorter prefixes are neither written nor read.
 MIN_CACHEABLE = (("claude-haiku-4-5", 4096), ("claude-opus-4-5", 4096), ("claude-opus-4-6", 4096),
                  ("claude-opus-4-7", 4096), ("claude-opus-4-8", 4096), ("claude-3-5-haiku", 2048))
@@ -131,7 +131,7 @@ class PromptCache:
         return best
 
     def _touch(self, model: str, block: Block, now: float) -> None:
-        seconds = TTL_SECONDS.get(block.ttl or "5m", 300.0)
+        seconds = CACHE_TTL_SECONDS.get(block.ttl or "5m", CACHE_TTL_SECONDS["5m"])
         self._entries[(model, block.digest)] = (now + seconds, seconds)
 
 
