@@ -46,7 +46,6 @@ class ContextLayers:
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
         self.sent_clearing: tuple[list[str], int] | None = None  # the last request's tool uses and the `keep` it sent
-        self.cold = False  # this request's cached prompt expired (break_even.cache_expired): clearing costs no rewrite
 
     # start and resume ------------------------------------------------------------------------
     def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
@@ -76,8 +75,6 @@ class ContextLayers:
 
     # one call ----------------------------------------------------------------------------------
     def call(self, state: LoopState, iteration: int, final: bool, calls: list[ModelCall]) -> Any:
-        clock = getattr(self.config, "clock", time.time)
-        self.cold = break_even.cache_expired(state.answered_at, clock(), self.policy.cache_ttl)
         system = caching.system_blocks(self.config.system_prompt, self.policy)
         tools = caching.tools_with_breakpoint(tool_schemas([] if final else self.config.tools), self.policy)
         watcher_actions, count = self._headroom(state, system, tools, iteration)
@@ -91,7 +88,7 @@ class ContextLayers:
                 response = self.client.create(**params)
             finally:
                 self._meter_lost(params, lost, iteration, calls, phase)
-        state.answered_at = clock()
+        state.answered_at = self.config.clock()
         done = editing.applied(response)
         if done.tool_uses_cleared and self.sent_clearing and self.sent_clearing[1] < len(self.sent_clearing[0]):
             ids, keep = self.sent_clearing
@@ -130,7 +127,8 @@ class ContextLayers:
             return keep, self.policy.clear_tool_uses_at_least
         if not self.policy.when_it_pays:
             return keep, 0
-        if self.cold:  # past the trigger the server clears to the last `keep` tool uses: the rewrite is paid anyway
+        if break_even.cache_expired(state.answered_at, self.config.clock(), self.policy.cache_ttl):
+            # past the trigger the server clears to the last `keep` tool uses: the prompt's rewrite is paid anyway
             state.decide(iteration, "the cached prompt expired: this request writes all of it anyway, so it asks to clear "
                                     f"to the last {keep} tool uses, which then costs no rewrite")
             return keep, 0
