@@ -11,7 +11,7 @@ import re
 from nightwatch.models import ErrorGroup, PriorAnalysis, TraceData
 from nightwatch.redact import fence
 from nightwatch.research import ResearchContext
-from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, stack_lines
+from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, cut_at, stack_lines
 
 
 def single_line(text: str, limit: int = 300) -> str:
@@ -42,7 +42,7 @@ def error_header(error: ErrorGroup, traces: TraceData) -> str:
 def trace_summary(traces: TraceData, app_frames: int = FIRST_MESSAGE_APP_FRAMES) -> str:
     """The stack as get_error_traces shows it (framework runs counted), up to `app_frames` application frames."""
     body = "\n".join(stack_lines(traces.stack_frames, max_app=app_frames)) or "(no stack frames)"
-    if sum(f.in_app for f in traces.stack_frames) > app_frames:
+    if cut_at(traces.stack_frames, app_frames):
         body += " (get_error_traces shows them)"
     return "## Stack (top first; [app] = application code, runs of framework frames counted)\n" + fence("stack trace", body)
 

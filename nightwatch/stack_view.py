@@ -19,6 +19,11 @@ def one_line(value: object) -> str:
     return _BREAKS.sub(" ", str(value))
 
 
+def cut_at(frames: list[StackFrame], max_app: int) -> bool:
+    """Whether stack_lines with `max_app` leaves application frames out (short of that, it shows the stack whole)."""
+    return sum(f.in_app for f in frames) > max_app
+
+
 def stack_lines(frames: list[StackFrame], max_app: int = 60) -> list[str]:
     """Every application frame (up to `max_app`, and the framework frames around them); of each run of framework
     frames, its first and a count by library."""

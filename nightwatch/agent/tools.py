@@ -22,7 +22,7 @@ from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence, redact
-from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, one_line, stack_lines
+from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, cut_at, one_line, stack_lines
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
@@ -336,7 +336,7 @@ def render_traces(traces: TraceData, max_samples: int = 3, lean: bool = False) -
     lines = _occurrence_lines(samples, lean)
     if traces.stack_frames:
         stack = stack_lines(traces.stack_frames)
-        if lean and stack == stack_lines(traces.stack_frames, max_app=FIRST_MESSAGE_APP_FRAMES):
+        if lean and not cut_at(traces.stack_frames, FIRST_MESSAGE_APP_FRAMES):  # the first message shows it whole
             lines.append(f"stack: the {len(stack)} line(s) of the first message's Stack section, unchanged")
         else:
             lines.append("stack (top first, [app] = application code; runs of framework frames are counted):")
