@@ -86,8 +86,9 @@ def test_groups_a_process_that_is_gone_left_behind_are_removed_and_a_living_ones
     parent = root / "sys/fs/cgroup/svc"
     parent.mkdir(parents=True)
     (parent / "cgroup.subtree_control").write_text("memory pids\n")
-    dead_pid = subprocess.Popen(["true"]).pid
-    os.waitpid(dead_pid, 0)  # a pid that has ended
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # a pid that has ended (waited for through its Popen, which another thread's Popen may reap too)
+    dead_pid = ended.pid
     (parent / f"nightwatch-run-{dead_pid}-3").mkdir()
     (parent / f"nightwatch-run-{os.getpid()}-99").mkdir()  # this process's, still running
     group, _ = cgroup.make(300 << 20, 72, root=root)
