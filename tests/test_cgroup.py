@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from pathlib import Path
+
+import pytest
 
 from nightwatch.verify import cgroup
 
@@ -15,6 +20,30 @@ V1_MOUNTS = """31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 """
 V1_OWN = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/1ff4\n0::/\n"
 V2_MOUNTS = "28 22 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+
+
+CONTROL_FILES = ("cgroup.procs", "memory.max", "memory.swap.max", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes",
+                 "pids.max")
+
+
+@pytest.fixture(autouse=True)
+def fake_kernel(monkeypatch):
+    """A folder made under a fake hierarchy gets the control files the kernel would make, and is removed with them while
+    no process is listed in it, as the kernel does (a real cgroupfs: tests/test_sandbox.py)."""
+    def new_group(folder: Path) -> None:
+        folder.mkdir()
+        for name in CONTROL_FILES:
+            (folder / name).write_text("")
+
+    def drop_group(folder: Path) -> None:
+        if (folder / "cgroup.procs").exists() and (folder / "cgroup.procs").read_text().strip():
+            raise OSError(16, "Device or resource busy")
+        for name in CONTROL_FILES + ("cgroup.kill",):
+            (folder / name).unlink(missing_ok=True)
+        folder.rmdir()
+
+    monkeypatch.setattr(cgroup, "_new_group", new_group)
+    monkeypatch.setattr(cgroup, "_drop_group", drop_group)
 
 
 def _root(tmp_path: Path, mounts: str, own: str) -> Path:
@@ -79,9 +108,6 @@ def test_a_hierarchy_mounted_from_below_its_root_is_not_read_as_if_it_were_the_r
 
 
 def test_groups_a_process_that_is_gone_left_behind_are_removed_and_a_living_ones_kept(tmp_path):
-    import os
-    import subprocess
-
     root = _root(tmp_path, V2_MOUNTS, "0::/svc\n")
     parent = root / "sys/fs/cgroup/svc"
     parent.mkdir(parents=True)
@@ -91,10 +117,15 @@ def test_groups_a_process_that_is_gone_left_behind_are_removed_and_a_living_ones
     dead_pid = ended.pid
     (parent / f"nightwatch-run-{dead_pid}-3").mkdir()
     (parent / f"nightwatch-run-{os.getpid()}-99").mkdir()  # this process's, still running
+    (parent / f"nightwatch-run-{dead_pid}-4").mkdir()  # made a moment ago: its maker may live in another pid namespace
+    long_ago = time.time() - 2 * cgroup.SWEEP_AFTER_S
+    for name in (f"nightwatch-run-{dead_pid}-3", f"nightwatch-run-{os.getpid()}-99"):
+        os.utime(parent / name, (long_ago, long_ago))
     group, _ = cgroup.make(300 << 20, 72, root=root)
     assert group is not None
     assert not (parent / f"nightwatch-run-{dead_pid}-3").exists()
     assert (parent / f"nightwatch-run-{os.getpid()}-99").exists()
+    assert (parent / f"nightwatch-run-{dead_pid}-4").exists()
 
 
 def test_a_half_made_group_removes_only_the_folder_it_made(tmp_path):
@@ -140,3 +171,55 @@ def test_a_group_was_entered_when_the_kernel_counted_memory_or_faults_in_it(tmp_
     (folder / "memory.stat").write_text("")
     (folder / "memory.max_usage_in_bytes").write_text("1204224\n")
     assert group.entered()
+
+
+def test_a_folder_that_is_not_a_cgroup_gets_no_control_file_and_no_group(tmp_path, monkeypatch):
+    monkeypatch.setattr(cgroup, "_new_group", lambda folder: folder.mkdir())  # a plain folder: no kernel made its files
+    root = _root(tmp_path, V2_MOUNTS, "0::/svc\n")
+    parent = root / "sys/fs/cgroup/svc"
+    parent.mkdir(parents=True)
+    (parent / "cgroup.subtree_control").write_text("memory pids\n")
+    group, why = cgroup.make(300 << 20, 72, root=root)
+    assert group is None and why.startswith("a cgroup could not be made")
+    assert not list(parent.rglob("memory.max")) and not list(parent.glob("nightwatch-run-*"))
+
+
+def _sleeper() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "30"])
+
+
+def test_a_process_the_group_no_longer_lists_is_never_signalled(tmp_path, monkeypatch):
+    """Its pid may belong to another process by the time of the kill: only a pid the group still lists, held by a
+    pidfd from before that second look, is killed."""
+    folder = tmp_path / "g"
+    cgroup._new_group(folder)
+    kept, killed = _sleeper(), _sleeper()
+    try:
+        (folder / "cgroup.procs").write_text(f"{kept.pid}\n{killed.pid}\n")
+        reads = iter([f"{kept.pid}\n{killed.pid}\n", f"{killed.pid}\n", f"{killed.pid}\n"])
+        monkeypatch.setattr(cgroup, "_read", lambda path: next(reads) if path.name == "cgroup.procs" else "")
+        cgroup.RunGroup(1, folder, folder)._kill_members()
+        assert killed.wait(timeout=10) == -9
+        assert kept.poll() is None
+    finally:
+        for process in (kept, killed):
+            process.kill()
+            process.wait()
+
+
+def test_cgroup_v2_ends_the_group_with_cgroup_kill_where_the_kernel_has_it(tmp_path):
+    folder = tmp_path / "g"
+    cgroup._new_group(folder)
+    (folder / "cgroup.kill").write_text("")
+    listed = _sleeper()
+    try:
+        (folder / "cgroup.procs").write_text(f"{listed.pid}\n")
+        cgroup.RunGroup(2, folder, folder)._kill_members()
+        assert (folder / "cgroup.kill").read_text() == "1\n"
+        assert listed.poll() is None  # the kernel kills (the fake one here does not): no signal by pid was sent
+        (folder / "cgroup.kill").unlink()
+        cgroup.RunGroup(2, folder, folder)._kill_members()  # an older kernel: each listed process, by its pidfd
+        assert listed.wait(timeout=10) == -9
+    finally:
+        listed.kill()
+        listed.wait()

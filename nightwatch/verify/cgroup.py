@@ -24,6 +24,7 @@ MOUNTINFO = Path("/proc/self/mountinfo")
 OWN_GROUPS = Path("/proc/self/cgroup")
 REFUSED = "nightwatch: the run could not enter its cgroup"  # said on its output, for a reader: entered() decides
 _RUNS = itertools.count()
+SWEEP_AFTER_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -71,19 +72,47 @@ class RunGroup:
     def remove(self) -> None:
         """Kill whatever the run left in the group, then remove it (never raises: a group left behind is empty)."""
         for _ in range(50):
-            left = [int(p) for f in self.folders() for p in _read(f / "cgroup.procs").split() if p.isdigit()]
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+            self._kill_members()
             try:
                 for folder in self.folders():
                     if folder.exists():
-                        folder.rmdir()
+                        _drop_group(folder)
                 return
             except OSError:
                 time.sleep(0.05)
+
+    def _kill_members(self) -> None:
+        """SIGKILL every process in the group. cgroup v2's `cgroup.kill` does it in the kernel; elsewhere each process
+        is held by a pidfd before it is signalled, and signalled only if the group still lists it: a pid read from
+        `cgroup.procs` can end and be given to another process in between, and a plain kill would hit that one."""
+        if self.version == 2 and _write(self.memory / "cgroup.kill", 1, optional=True):
+            return
+        for folder in self.folders():
+            for pid in _members(folder):
+                _kill_if_member(folder, pid)
+
+
+def _members(folder: Path) -> list[int]:
+    return [int(p) for p in _read(folder / "cgroup.procs").split() if p.isdigit()]
+
+
+def _kill_if_member(folder: Path, pid: int) -> None:
+    try:
+        handle = os.pidfd_open(pid)
+    except (OSError, AttributeError):  # gone already, or no pidfds (Linux before 5.3): the kill below is by pid
+        handle = None
+    try:
+        if pid not in _members(folder):
+            return  # it ended after the first read: the pid may be someone else's by now
+        if handle is None:
+            os.kill(pid, signal.SIGKILL)
+        else:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        if handle is not None:
+            os.close(handle)
 
 
 def make(memory_bytes: int, processes: int, root: Path = Path("/")) -> tuple[RunGroup | None, str]:
@@ -109,7 +138,7 @@ def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup 
     made: list[Path] = []
     try:
         for folder in group.folders():
-            folder.mkdir()  # never one that exists: it would be another run's
+            _new_group(folder)  # never one that exists: it would be another run's
             made.append(folder)
         if group.version == 2:
             _write(group.memory / "memory.max", memory_bytes)
@@ -121,25 +150,37 @@ def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup 
     except OSError as exc:
         for folder in made:  # only what this call made, and only while it is empty
             try:
-                folder.rmdir()
+                _drop_group(folder)
             except OSError:
                 pass
         return None, f"a cgroup could not be made ({exc.strerror or exc})"
     return group, ""
 
 
-def _sweep(parent: Path) -> None:
+def _sweep(parent: Path, now: float | None = None) -> None:
     """Remove the groups a NightWatch process that is gone left behind (killed before it removed them): a group whose
-    processes are all gone is an empty folder, and only an empty one can be removed."""
+    processes are all gone can be removed, and only such a one. A group made in the last minute is kept even when its
+    maker's pid is not alive here: in another pid namespace a living maker's pid means nothing to this one, and its
+    run enters the group within milliseconds of making it."""
+    now = time.time() if now is None else now
     try:
-        stale = [f for f in parent.glob("nightwatch-run-*") if not _alive(f.name.split("-")[2])]
+        found = list(parent.glob("nightwatch-run-*"))
     except OSError:
         return
-    for folder in stale:
+    for folder in found:
         try:
-            folder.rmdir()
+            if not _alive(folder.name.split("-")[2]) and now - folder.stat().st_mtime > SWEEP_AFTER_S:
+                _drop_group(folder)
         except OSError:
-            pass
+            pass  # gone meanwhile, or still in use
+
+
+def _new_group(folder: Path) -> None:
+    folder.mkdir()  # the kernel fills it with the controllers' files
+
+
+def _drop_group(folder: Path) -> None:
+    folder.rmdir()  # refused while a process or a child group is in it
 
 
 def _alive(pid: str) -> bool:
@@ -154,12 +195,24 @@ def _alive(pid: str) -> bool:
     return True
 
 
-def _write(path: Path, value: int, optional: bool = False) -> None:
+def _write(path: Path, value: int, optional: bool = False) -> bool:
+    """Write a control file the kernel made; never create one (a folder that is not a cgroup gets no file that would
+    pass for a control). Whether it was written; an optional file that is missing or refused is no error."""
     try:
-        path.write_text(f"{value}\n")
+        handle = os.open(path, os.O_WRONLY)
     except OSError:
-        if not optional:
-            raise
+        if optional:
+            return False
+        raise
+    try:
+        os.write(handle, f"{value}\n".encode())
+    except OSError:
+        if optional:
+            return False
+        raise
+    finally:
+        os.close(handle)
+    return True
 
 
 def _read(path: Path) -> str:
