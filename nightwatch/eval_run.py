@@ -67,9 +67,12 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
     baseline_path = options.baseline_path
     root = Path(options.workdir) if options.workdir else Path(tempfile.mkdtemp(prefix="nightwatch-eval-"))
     root.mkdir(parents=True, exist_ok=True)
-    # The nights' logs are in each case's report and the run log; nobody reads them in a UI of a throwaway API, and
-    # sending them there was a sixth of the eval's CPU
-    os.environ.setdefault("PREFECT_LOGGING_TO_API_ENABLED", "false")
+    # The nights run on a throwaway local API that nobody opens: their logs are in each case's report and the run log
+    # (sending them there was a sixth of the eval's CPU), and what the API keeps besides the runs themselves, its event
+    # log and the automations' triggers over it, is read by no one. A server of the user's (PREFECT_API_URL) is theirs.
+    for name in ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
+                 "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"):
+        os.environ.setdefault(name, "false")
     environment.configure(root)
     run_log.start(root)
     jobs = min(options.jobs or default_jobs(), len(cases)) or 1
