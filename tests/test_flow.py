@@ -142,7 +142,11 @@ def test_invalid_ignore_rules_name_the_rule(nightwatch_home, tmp_path, monkeypat
 def test_five_megabyte_trace_is_truncated_with_a_note(nightwatch_home, tmp_path, monkeypatch):
     frame = "app/models/category.rb:25:in `ancestors_path'\n"
 
-    def huge(d):
+    def huge(d):  # the error with the 5 MB trace and two ordinary ones: a night's worth of steps around it
+        groups = d["errors"]["data"]["actor"]["account"]["nrql"]["results"]
+        kept = {g["error.class"] for g in groups[:2]} | {"SystemStackError"}
+        groups[:] = [g for g in groups if g["error.class"] in kept]
+        d["details"] = [detail for detail in d["details"] if detail["error_class"] in kept]
         for detail in d["details"]:
             if detail["error_class"] == "SystemStackError":
                 rows = detail["error_traces"]["data"]["actor"]["account"]["nrql"]["results"]
@@ -151,5 +155,9 @@ def test_five_megabyte_trace_is_truncated_with_a_note(nightwatch_home, tmp_path,
     monkeypatch.setenv("NIGHTWATCH_ERRORS_FILE", str(_export_with(tmp_path, huge)))
     monkeypatch.setenv("NIGHTWATCH_CODE_PATH", str(DEMO_DIR / "app"))
     report = _night(max_errors=40, dry_run=True)
+    assert report.errors_selected <= 3
     stack = next(r for r in report.results if r.error.error_class == "SystemStackError")
     assert stack.analysis is not None and all(s.status != "failed" for s in report.steps)
+    assert stack.model_calls and all(c.result_chars < 50_000 for c in stack.tool_calls)  # 5 MB never reaches the model
+    prompt = max(c.usage.input + c.usage.cache_write + c.usage.cache_read for c in stack.model_calls)
+    assert prompt < 50_000, prompt
