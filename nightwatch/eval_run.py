@@ -67,12 +67,7 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
     baseline_path = options.baseline_path
     root = Path(options.workdir) if options.workdir else Path(tempfile.mkdtemp(prefix="nightwatch-eval-"))
     root.mkdir(parents=True, exist_ok=True)
-    # The nights run on a throwaway local API that nobody opens: their logs are in each case's report and the run log
-    # (sending them there was a sixth of the eval's CPU), and what the API keeps besides the runs themselves, its event
-    # log and the automations' triggers over it, is read by no one. A server of the user's (PREFECT_API_URL) is theirs.
-    for name in ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
-                 "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"):
-        os.environ.setdefault(name, "false")
+    _quiet_throwaway_api()
     environment.configure(root)
     run_log.start(root)
     jobs = min(options.jobs or default_jobs(), len(cases)) or 1
@@ -171,6 +166,15 @@ def default_jobs() -> int:
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 4))
+
+
+def _quiet_throwaway_api() -> None:
+    """The nights run on a throwaway local API that nobody opens: their logs are in each case's report and the run log
+    (sending them there was a sixth of the eval's CPU), and what the API keeps besides the runs themselves, its event
+    log and the automations' triggers over it, is read by no one. A server of the user's (PREFECT_API_URL) is theirs."""
+    for name in ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
+                 "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"):
+        os.environ.setdefault(name, "false")
 
 
 def _run_cases(cases: list[EvalCase], root: Path, checkout: Path | None, pr_min_confidence: str, jobs: int) -> list[CaseScore]:
