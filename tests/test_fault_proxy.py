@@ -23,7 +23,10 @@ from tests.views import rows as view_rows
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
-TIMEOUT_S, STALL_S = 1.5, 3.0
+# The client timeout is what the stall must outlast, and every other answer must beat it on a loaded machine: at 1.5 s
+# an ordinary investigation turn once ran out on one core of two (`taskset -c 0 make test`), an extra unconfirmed row.
+# 8 s is five times that; the stall outlasts it by 2 s, so the stalled answer is lost, never late.
+TIMEOUT_S, STALL_S = 8.0, 10.0
 # A max_errors=3 demo night makes 3 triage requests (all three before any investigation), then 13 investigation
 # turns (3 investigations at once, of 4, 4 and 5 turns). Without SDK retries the faulted triage call is request 4
 # (Prefect's retry), and an investigation dies at its second fault: with at most 4 faults and fewer than 4 answered
