@@ -54,20 +54,13 @@ class RunGroup:
         peak = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
         if _read(self.memory / peak).strip() not in ("", "0"):
             return True
-        for line in _read(self.memory / "memory.stat").splitlines():
-            name, _, count = line.partition(" ")
-            if name in ("pgfault", "total_pgfault") and count.strip().isdigit() and int(count) > 0:
-                return True
-        return False
+        faults = _counts(self.memory / "memory.stat")
+        return faults.get("pgfault", 0) > 0 or faults.get("total_pgfault", 0) > 0
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of the run at its memory limit."""
         events = self.memory / ("memory.events" if self.version == 2 else "memory.oom_control")
-        for line in _read(events).splitlines():
-            name, _, count = line.partition(" ")
-            if name == "oom_kill" and count.strip().isdigit():
-                return int(count) > 0
-        return False
+        return _counts(events).get("oom_kill", 0) > 0
 
     def remove(self) -> None:
         """Kill whatever the run left in the group, then remove it (never raises: a group left behind is empty)."""
@@ -88,31 +81,40 @@ class RunGroup:
         if self.version == 2 and _write(self.memory / "cgroup.kill", 1, optional=True):
             return
         for folder in self.folders():
-            for pid in _members(folder):
-                _kill_if_member(folder, pid)
+            _kill_listed(folder)
 
 
 def _members(folder: Path) -> list[int]:
     return [int(p) for p in _read(folder / "cgroup.procs").split() if p.isdigit()]
 
 
-def _kill_if_member(folder: Path, pid: int) -> None:
+def _kill_listed(folder: Path) -> None:
+    """Hold each listed process by a pidfd, read the list again, and kill those still on it (a pid that left it in
+    between may be someone else's by now)."""
+    held = {pid: _pidfd(pid) for pid in _members(folder)}
     try:
-        handle = os.pidfd_open(pid)
-    except (OSError, AttributeError):  # gone already, or no pidfds (Linux before 5.3): the kill below is by pid
-        handle = None
-    try:
-        if pid not in _members(folder):
-            return  # it ended after the first read: the pid may be someone else's by now
-        if handle is None:
-            os.kill(pid, signal.SIGKILL)
-        else:
-            signal.pidfd_send_signal(handle, signal.SIGKILL)
-    except OSError:
-        pass
+        still = set(_members(folder))
+        for pid, handle in held.items():
+            if pid not in still:
+                continue
+            try:
+                if handle is None:
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+            except OSError:
+                pass
     finally:
-        if handle is not None:
-            os.close(handle)
+        for handle in held.values():
+            if handle is not None:
+                os.close(handle)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):  # gone already, or no pidfds (Linux before 5.3): the kill is then by pid
+        return None
 
 
 def make(memory_bytes: int, processes: int, root: Path = Path("/")) -> tuple[RunGroup | None, str]:
@@ -157,12 +159,12 @@ def _made(group: RunGroup, memory_bytes: int, processes: int) -> tuple[RunGroup 
     return group, ""
 
 
-def _sweep(parent: Path, now: float | None = None) -> None:
+def _sweep(parent: Path) -> None:
     """Remove the groups a NightWatch process that is gone left behind (killed before it removed them): a group whose
     processes are all gone can be removed, and only such a one. A group made in the last minute is kept even when its
     maker's pid is not alive here: in another pid namespace a living maker's pid means nothing to this one, and its
     run enters the group within milliseconds of making it."""
-    now = time.time() if now is None else now
+    now = time.time()
     try:
         found = list(parent.glob("nightwatch-run-*"))
     except OSError:
@@ -200,19 +202,25 @@ def _write(path: Path, value: int, optional: bool = False) -> bool:
     pass for a control). Whether it was written; an optional file that is missing or refused is no error."""
     try:
         handle = os.open(path, os.O_WRONLY)
+        try:
+            os.write(handle, f"{value}\n".encode())
+        finally:
+            os.close(handle)
     except OSError:
         if optional:
             return False
         raise
-    try:
-        os.write(handle, f"{value}\n".encode())
-    except OSError:
-        if optional:
-            return False
-        raise
-    finally:
-        os.close(handle)
     return True
+
+
+def _counts(path: Path) -> dict[str, int]:
+    """A kernel file of `name count` lines (memory.stat, memory.events, memory.oom_control), its counts by name."""
+    counts: dict[str, int] = {}
+    for line in _read(path).splitlines():
+        name, _, count = line.partition(" ")
+        if count.strip().isdigit():
+            counts.setdefault(name, int(count))
+    return counts
 
 
 def _read(path: Path) -> str:
