@@ -12,6 +12,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+# What a throwaway local API (the eval's, the tests') keeps besides the runs themselves and nobody reads there: the
+# flow-run logs (each night's report and run log hold them; sending them was a sixth of the eval's CPU), the event log,
+# and the automations' triggers over it. Task runs are still recorded from their events.
+UNREAD_ON_A_THROWAWAY_API = ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
+                             "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED")
+
 
 def configure(home: Path, log_level: str = "WARNING") -> None:
     """Prefect's folders under `home`, and its log level: NIGHTWATCH_LOG_LEVEL, else `log_level` (the CLI keeps its

@@ -169,11 +169,8 @@ def default_jobs() -> int:
 
 
 def _quiet_throwaway_api() -> None:
-    """The nights run on a throwaway local API that nobody opens: their logs are in each case's report and the run log
-    (sending them there was a sixth of the eval's CPU), and what the API keeps besides the runs themselves, its event
-    log and the automations' triggers over it, is read by no one. A server of the user's (PREFECT_API_URL) is theirs."""
-    for name in ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
-                 "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED"):
+    """The nights run on a throwaway local API that nobody opens; a server of the user's (PREFECT_API_URL) is theirs."""
+    for name in environment.UNREAD_ON_A_THROWAWAY_API:
         os.environ.setdefault(name, "false")
 
 
