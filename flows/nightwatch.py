@@ -153,12 +153,25 @@ def learn_from_night(ctx: RunContext, report: RunReport, found: Gathered) -> Non
     run_step(report, "-", "report_artifact", publish.report_artifact, ctx, report, critical=False)
 
 
+class NightFailed(RuntimeError):
+    """A night that ran to its end with a failed step. Its flow run's Failed state carries it: the engine that runs a
+    deployment's night (a worker's flow-run process) raises it, so the run's log ends in one line naming the failed
+    step, and `run_night` takes the report back from it."""
+
+    def __init__(self, report: RunReport) -> None:
+        super().__init__(status_line(report))
+        self.report = report
+
+    def __reduce__(self):
+        return NightFailed, (self.report,)
+
+
 def night_state(report: RunReport) -> RunReport | State:
     """The report when the night did its job; else a Failed state that names why and carries the report. The run
     page, the exit code and `prefect flow-run retry` then agree: a night with a failed step is not green."""
     if report.succeeded:
         return report
-    return Failed(message=status_line(report), data=report)
+    return Failed(message=status_line(report), data=NightFailed(report))
 
 
 def run_night(**parameters: Any) -> RunReport:
@@ -167,6 +180,8 @@ def run_night(**parameters: Any) -> RunReport:
     with quiet_local_api():
         state = nightwatch_flow(**parameters, return_state=True)
     value = state.result(raise_on_failure=False)
+    if isinstance(value, NightFailed):
+        return value.report
     if isinstance(value, BaseException):
         raise value
     return value

@@ -114,15 +114,16 @@ def worker(env: dict[str, str], prefect_home: Path, pool: str = "nightwatch") ->
     manager would. Its returncode is -1 if it had to be killed."""
     log = prefect_home.with_suffix(".log")
     prefect_home.mkdir(parents=True)
-    with log.open("w") as out:
+    with log.open("w") as out:  # PYTHONFAULTHANDLER: a worker that does not stop prints its threads' stacks on SIGABRT
         proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", pool, "--name", prefect_home.name],
-                                env={**env, "PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "INFO"},
+                                env={**env, "PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "INFO",
+                                     "PYTHONFAULTHANDLER": "1"},
                                 cwd=env["NIGHTWATCH_CHECKOUT"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     proc.log = log  # type: ignore[attr-defined]
     try:
         yield proc
     finally:
-        if not stop_group(proc, WORKER_STOP_GUARD_S):
+        if not stop_group(proc, WORKER_STOP_GUARD_S, dump_first=True):
             proc.returncode = -1
 
 
@@ -140,14 +141,20 @@ def run_process_group(command: list[str], *, env: dict[str, str], cwd: Path, tim
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
-def stop_group(proc: subprocess.Popen, grace_s: float) -> bool:
-    """SIGTERM the process group, SIGKILL it after `grace_s`; True when it stopped on SIGTERM."""
+def stop_group(proc: subprocess.Popen, grace_s: float, dump_first: bool = False) -> bool:
+    """SIGTERM the process group, SIGKILL it after `grace_s`; True when it stopped on SIGTERM. `dump_first`: SIGABRT
+    the process before the kill, so one started with PYTHONFAULTHANDLER prints where each of its threads waits."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
         return True
     except subprocess.TimeoutExpired:
+        if dump_first:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from nightwatch.models import TriageVerdict
 from nightwatch.publishers.issues import FileIssueTracker, file_issues
 from nightwatch.render.blocks import fallback_text, report_blocks
@@ -80,3 +82,20 @@ def test_the_new_issue_cap_holds_across_attempts_of_one_night(tmp_path: Path):
     assert len(list((tmp_path / "tracker" / "issues").glob("*.md"))) == 2
     next_night = file_issues(results, tracker, "night-2", max_issues=2, open_limit=10, demo=False)
     assert [o.action for o in next_night].count("created") == 2
+
+
+def test_a_failed_night_s_state_raises_one_line_naming_the_step_and_gives_its_report_back():
+    """What a worker's flow-run process does with a night's final state: its log ends in the night's status line, not in
+    Prefect's complaint about a failed state that carries no exception; `run_night` gets the report back from it."""
+    import pickle
+
+    from flows.nightwatch import NightFailed, night_state
+
+    report = make_report()
+    state = night_state(report)
+    assert state.is_failed() and "step(s) failed: 10 propose_fix" in state.message
+    with pytest.raises(NightFailed, match=r"FAILED: step\(s\) failed: 10 propose_fix") as raised:
+        state.result()
+    assert raised.value.report is report and "\n" not in str(raised.value)
+    assert pickle.loads(pickle.dumps(raised.value)).report == report  # a result store or another process keeps it whole
+    assert night_state(report.model_copy(update={"steps": [s for s in report.steps if s.status != "failed"]})).run_id
