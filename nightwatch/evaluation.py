@@ -32,7 +32,8 @@ from nightwatch.trace_paths import PathMap, locate_frames, mapped_share
 from nightwatch.verify.commit_tests import FixCommit, HarnessSettings
 
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
-CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "suspect", "suspect_top3", "evidence")
+CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "suspect", "suspect_top3", "blamed", "blamed_top3",
+          "evidence")
 
 
 class EvalError(Exception):
@@ -81,7 +82,8 @@ class EvalCase(Model):
     root_cause_keywords: list[str] = Field(default_factory=list)
     noise: list[CaseError] = Field(default_factory=list)
     regression_test: str = ""  # the test the real fix added, as its runner names it (pytest node id, Django label)
-    introduced_by: str | None = None  # the commit the real fix's lines came from (scripts/history_slices.py)
+    introduced_by: str | None = None  # the commit most of the real fix's lines came from (scripts/history_slices.py)
+    blamed_by: list[str] = Field(default_factory=list)  # every commit they came from, most lines first
     notes: str = ""
     folder: Path = Path(".")
 
@@ -260,14 +262,19 @@ def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: f
 
 
 def _score_suspects(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore, repo: Path | None) -> None:
-    """With no model: is the commit that introduced the error (the case's ground truth) the first suspect, or in the
-    top three? Only where the case records its history (a slice's commits name the real ones in a trailer)."""
+    """With no model: is the commit that introduced the error (the case's ground truth: the commit most of the real
+    fix's lines came from) the first suspect, or in the top three? And, read as SZZ reads a fix, is one of the commits
+    any of its lines came from (`blamed`)? Only where the case records its history (a slice's commits name the real
+    ones in a trailer)."""
     if not case.introduced_by or repo is None or not (case.folder / HISTORY).is_file():
         return
     named = [_original_commit(repo, s.sha) for s in result.suspect_commits]
     out.suspects = [n[:12] for n in named]
     out.checks["suspect"] = bool(named) and named[0] == case.introduced_by
     out.checks["suspect_top3"] = case.introduced_by in named[:3]
+    blamed = set(case.blamed_by or [case.introduced_by])
+    out.checks["blamed"] = bool(named) and named[0] in blamed
+    out.checks["blamed_top3"] = bool(blamed.intersection(named[:3]))
 
 
 def _original_commit(repo: Path, sha: str) -> str:

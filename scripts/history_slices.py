@@ -11,6 +11,10 @@ For every case under evals/ whose `source.repository` has a mirror (a clone, bar
 - `introduced_by` in expected.yml: the ground truth. The lines the real fix removed or changed (for a fix that only
   adds, the line it inserts after), blamed at the parent in the full history; the commit most of them name (ties: the
   newest). Test files, and files the case does not carry, are left out.
+- `blamed_by`: every commit that blame names for those lines, most lines first (SZZ's bug-introducing candidates: a fix
+  that changes lines from several commits has several). `introduced_by` is its first.
+
+`--truth-only` writes the two fields and leaves the bundles as they are.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", action="append", default=[], help="REPOSITORY_URL=PATH of a clone")
     parser.add_argument("--case", action="append", default=[], help="only these cases")
+    parser.add_argument("--truth-only", action="store_true", help="write introduced_by and blamed_by, not the bundles")
     args = parser.parse_args()
     mirrors = dict(m.split("=", 1) for m in args.mirror)
     with tempfile.TemporaryDirectory(prefix="nightwatch-slices-") as tmp:
@@ -58,16 +63,21 @@ def main() -> int:
                 clones[url] = Path(tmp) / f"{len(clones)}.git"
                 subprocess.run(["git", "clone", "-q", "--bare", mirrors[url], str(clones[url])], check=True)
             vendored = {str(f.relative_to(folder / "repo")) for f in (folder / "repo").rglob("*") if f.is_file()}
-            culprit = introduced_by(clones[url], case["source"]["commit"], case["source"]["fix_commit"], vendored)
-            count = write_slice(clones[url], folder, case["source"]["commit"])
+            blamed = blamed_commits(clones[url], case["source"]["commit"], case["source"]["fix_commit"], vendored)
+            culprit = blamed[0] if blamed else ""
+            history = "bundle kept" if args.truth_only else \
+                f"{write_slice(clones[url], folder, case['source']['commit'])} commit(s) of history"
             set_field(expected, "introduced_by", culprit)
-            print(f"{folder.name}: {count} commit(s) of history; introduced by {culprit[:12] if culprit else 'unknown'}")
+            set_field(expected, "blamed_by", "[" + ", ".join(blamed) + "]" if blamed else "")
+            print(f"{folder.name}: {history}; introduced by {culprit[:12] if culprit else 'unknown'}"
+                  f" of {len(blamed)} blamed")
     return 0
 
 
-def introduced_by(git_dir: Path, parent: str, fix: str, vendored: set[str]) -> str:
-    """The commit that last changed most of the lines the fix removed or changed, at the parent, in the code the case
-    carries (a fix's edits to files the night never reads name no culprit it could find)."""
+def blamed_commits(git_dir: Path, parent: str, fix: str, vendored: set[str]) -> list[str]:
+    """The commits that last changed the lines the fix removed or changed, at the parent, in the code the case carries
+    (a fix's edits to files the night never reads name no culprit it could find): most lines first, ties newest
+    first."""
     votes: Counter[str] = Counter()
     when: dict[str, int] = {}
     for path, lines in removed_lines(git_dir, parent, fix).items():
@@ -82,9 +92,7 @@ def introduced_by(git_dir: Path, parent: str, fix: str, vendored: set[str]) -> s
                 votes[sha] += 1
             elif line.startswith("committer-time ") and sha:
                 when[sha] = int(line.split()[1])
-    if not votes:
-        return ""
-    return max(votes, key=lambda s: (votes[s], when.get(s, 0)))
+    return sorted(votes, key=lambda s: (votes[s], when.get(s, 0)), reverse=True)
 
 
 def removed_lines(git_dir: Path, parent: str, fix: str) -> dict[str, set[int]]:

@@ -89,6 +89,7 @@ def test_each_real_case_carries_the_history_of_its_files_and_who_introduced_the_
                                capture_output=True, text=True, check=True).stdout.split()
     assert len(originals) >= 20 and all(len(sha) == 40 for sha in originals)  # real commits, up to the fix's parent
     assert case.introduced_by in originals  # the ground truth is a commit of that history
+    assert case.blamed_by[:1] == [case.introduced_by] and set(case.blamed_by) <= set(originals)  # ... and each candidate
 
 
 def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> None:
