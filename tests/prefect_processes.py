@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,12 +103,8 @@ def deploy(env: dict[str, str], workdir: Path) -> dict[str, str]:
 
 
 # How long a worker may take to stop on SIGTERM before it counts as not stopping: a hang guard. An idle worker stops in
-# under a second (wait_terminal waits for its flow-run process to exit first). Now and then it never stops: Prefect turns
-# SIGTERM into SIGINT, whose handler (asyncio's, kept by Prefect as the "original") cancels the CLI's main task, and that
-# cancellation is lost; the stacks then show the main thread idle in its event loop's select, every other thread waiting
-# on a queue (November 2026: in 3 of 5 full runs, never in a run of the module alone). It is Prefect's, not the night's:
-# the night's process had exited. A service manager's kill ends it, as the guard's does here, with a warning that
-# carries the stacks; 30 s is thirty times the normal stop.
+# under a second (wait_terminal waits for its flow-run process to exit first); 30 s is thirty times that. A worker that
+# does not stop prints its threads' stacks (PYTHONFAULTHANDLER, SIGABRT) into its log before it is killed.
 WORKER_STOP_GUARD_S = 30
 
 
@@ -123,15 +118,21 @@ def worker(env: dict[str, str], prefect_home: Path, pool: str = "nightwatch") ->
         proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", pool, "--name", prefect_home.name],
                                 env={**env, "PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "INFO",
                                      "PYTHONFAULTHANDLER": "1"},
-                                cwd=env["NIGHTWATCH_CHECKOUT"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                cwd=env["NIGHTWATCH_CHECKOUT"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_interruptible)
     proc.log = log  # type: ignore[attr-defined]
     try:
         yield proc
     finally:
         if not stop_group(proc, WORKER_STOP_GUARD_S, dump_first=True):
             proc.returncode = -1
-            warnings.warn(f"worker {prefect_home.name} did not stop on SIGTERM and was killed; its threads then:\n"
-                          + log.read_text(errors="replace")[-8000:], stacklevel=1)
+
+
+def _interruptible() -> None:
+    """SIGINT as a service starts a worker: Prefect's worker stops on SIGTERM by sending itself SIGINT, and one that
+    inherits SIGINT ignored (a suite started as a background job of a non-interactive shell, which ignores it) never
+    stops: the signal is lost and its event loop idles on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_process_group(command: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:

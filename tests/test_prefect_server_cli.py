@@ -129,6 +129,7 @@ def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(
         spent, issues = len(model.message_requests()), _issue_files(home)
         assert spent > 0 and issues and len(slack.top_level()) == 1
         log = worker_a.log.read_text()  # type: ignore[attr-defined]
+        assert worker_a.returncode == 0, "worker A did not stop on SIGTERM; its threads then:\n" + log[-8000:]
         assert "NightFailed: NightWatch" in log and "step(s) failed: 11 follow_up" in log  # the run's log ends in why
         assert "Unexpected result for failed state" not in log
 
@@ -137,6 +138,7 @@ def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(
         assert retried.returncode == 0, retried.stdout[-1500:] + retried.stderr[-1500:]
         with worker(night_env, tmp_path / "worker-b") as worker_b:
             second = wait_terminal(env, run_id, [worker_b], after_runs=first["run_count"])
+        assert worker_b.returncode == 0, "worker B did not stop on SIGTERM:\n" + worker_b.log.read_text()[-8000:]  # type: ignore[attr-defined]
         assert second["state"]["type"] == "COMPLETED", second["state"]
         assert len(model.message_requests()) == spent, "the retry repeated model calls"
         assert _issue_files(home) == issues, "the retry filed issues again"
