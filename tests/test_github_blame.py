@@ -58,6 +58,8 @@ def test_github_names_the_suspects_local_git_names_on_real_history(case, tmp_pat
                                                        capture_output=True, check=True).stdout.strip()) + timedelta(days=1)
     local, remote = same_suspects(repo, frames, first_seen, fix_lines=origin)
     assert rank(repo, remote, case.introduced_by) == rank(repo, local, case.introduced_by)
+    blamed = case.blamed_by or [case.introduced_by]  # read as SZZ reads the fix: its best-ranked candidate
+    assert best_rank(repo, remote, blamed) == best_rank(repo, local, blamed)
     if case.id not in WHITESPACE_OR_MOVES:
         assert remote == local
 
@@ -69,6 +71,11 @@ WHITESPACE_OR_MOVES = {"ctfd-users-create-admin-email", "ctfd-user-without-team-
 def rank(repo: Path, suspects: list, truth: str | None) -> int | None:
     shas = [_original_commit(repo, s[0]) for s in suspects]
     return shas.index(truth) + 1 if truth in shas else None
+
+
+def best_rank(repo: Path, suspects: list, candidates: list) -> int | None:
+    ranks = [r for r in (rank(repo, suspects, c) for c in candidates) if r is not None]
+    return min(ranks, default=None)
 
 
 def test_a_github_host_without_history_answers_fewer_suspects_with_the_reason(tmp_path):
