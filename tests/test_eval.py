@@ -178,3 +178,35 @@ def test_each_case_starts_from_a_new_home_whatever_an_earlier_eval_left_in_the_w
 
     scored = run_case(case, tmp_path, night)
     assert seen == [["repo"]] and "stop here" in scored.failure
+
+
+def test_a_suspect_counts_for_blamed_when_any_line_the_fix_changed_came_from_it(tmp_path: Path) -> None:
+    """`suspect` and `suspect_top3` score the majority commit; `blamed` and `blamed_top3` any commit in `blamed_by`,
+    each by the real sha its slice commit names in its trailer."""
+    from nightwatch.evaluation import _score_suspects
+    from nightwatch.models import SuspectCommit
+    from tests.test_render import make_result
+
+    repo = tmp_path / "slice"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    real = {name: name * 40 for name in "abcd"}  # the real shas the slice's commits name
+    local = {}
+    for name, sha in real.items():
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                        "-m", f"{name}\n\nOriginal-Commit: {sha}"], check=True)
+        local[name] = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                     check=True).stdout.strip()
+    case = REAL[0].model_copy(update={"introduced_by": real["a"], "blamed_by": [real["a"], real["b"]]})
+
+    def checks(*names: str) -> dict:
+        result = make_result(1)
+        result.suspect_commits = [SuspectCommit(sha=local[n]) for n in names]
+        out = CaseScore(case=case.id)
+        _score_suspects(case, result, out, repo)
+        return {k: out.checks[k] for k in ("suspect", "suspect_top3", "blamed", "blamed_top3")}
+
+    assert checks("b", "c") == {"suspect": False, "suspect_top3": False, "blamed": True, "blamed_top3": True}
+    assert checks("c", "d", "a") == {"suspect": False, "suspect_top3": True, "blamed": False, "blamed_top3": True}
+    assert checks("a") == {"suspect": True, "suspect_top3": True, "blamed": True, "blamed_top3": True}
+    assert checks("c", "d") == {"suspect": False, "suspect_top3": False, "blamed": False, "blamed_top3": False}
+    assert checks() == {"suspect": False, "suspect_top3": False, "blamed": False, "blamed_top3": False}
