@@ -68,7 +68,7 @@ def main() -> int:
             history = "bundle kept" if args.truth_only else \
                 f"{write_slice(clones[url], folder, case['source']['commit'])} commit(s) of history"
             set_field(expected, "introduced_by", culprit)
-            set_field(expected, "blamed_by", "[" + ", ".join(blamed) + "]" if blamed else "")
+            set_field(expected, "blamed_by", "[" + ", ".join(blamed) + "]")  # [] when blame named none: a list, never null
             print(f"{folder.name}: {history}; introduced by {culprit[:12] if culprit else 'unknown'}"
                   f" of {len(blamed)} blamed")
     return 0
