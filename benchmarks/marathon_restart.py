@@ -52,6 +52,7 @@ from nightwatch.prompts import investigation_message  # noqa: E402
 
 KEY = b"nightwatch-marathon"
 KILL_POINT = "KILL-POINT"
+RESPEND_LIMIT = 0.05  # of the marathon's uninterrupted cost
 RESTART_GAPS_S = (60.0, 600.0)  # simulated seconds from the kill to the new process's first call: the cache warm, expired
 
 
@@ -239,6 +240,12 @@ def restart_lines(data: dict[str, Any]) -> list[str]:
         lines.append(f"  {again['gap_s'] / 60:g} min later ({'cache warm' if again['gap_s'] < 300 else 'cache expired'}): "
                      f"${again['cost_usd']:.4f} in {again['model_calls']} model calls, re-spend ${again['respend_usd']:.4f} "
                      f"({again['respend_share']:.1%}), needles {answered}/{len(again['needles'])} answered")
+    for again in data["restarts"]:
+        when = f"{again['gap_s'] / 60:g} min later"
+        missing = sum(1 for s in again["needles"].values() if s == "missing")
+        lines.append(f"  {'ok  ' if again['respend_share'] <= RESPEND_LIMIT else 'MISS'} re-spend <= {RESPEND_LIMIT:.0%} of the "
+                     f"marathon uninterrupted, {when}: {again['respend_share']:.1%}")
+        lines.append(f"  {'ok  ' if not missing else 'MISS'} every needle answered, {when}: {missing} missing")
     return lines
 
 

@@ -140,16 +140,42 @@ class _Clock:
 def test_once_the_cached_prompt_expired_a_request_asks_to_clear_without_a_break_even(tmp_path):
     """A request after the cache's TTL (a resume after a restart, a long test run) writes the whole prompt again
     whatever it clears, so a clearing costs it no rewrite: it asks the server to clear to the last `keep` tool uses
-    (past the trigger, as always) instead of at least the break-even."""
+    at any size of prompt instead of at least the break-even past the trigger."""
     _, warm, _ = _run(tmp_path / "warm", clock=_Clock(10))
     _, cold, _ = _run(tmp_path / "cold", clock=_Clock(400))  # 400 s from one answer to the next request: past 5 min
     second = [b["context_management"]["edits"][0] for b in (warm[1], cold[1])]
     assert second[0]["clear_at_least"]["value"] == least_clearing(40_000, 2) > 0  # two calls to come
     assert second[1]["clear_at_least"] == {"type": "input_tokens", "value": 0}
-    assert second[0]["trigger"] == second[1]["trigger"] == {"type": "input_tokens", "value": 40_000}
+    assert second[0]["trigger"] == {"type": "input_tokens", "value": 40_000}
+    assert second[1]["trigger"] == {"type": "input_tokens", "value": 0}
     assert second[1]["keep"] == {"type": "tool_uses", "value": 4}
     # the first request has no cache to lose: it asks for the break-even either way
     assert cold[0]["context_management"]["edits"][0]["clear_at_least"]["value"] > 0
+
+
+class _GapAt:
+    """The loop's clock, 10 s a read, with one gap of 400 s (past the cache's TTL) at read `at`."""
+
+    def __init__(self, at: int) -> None:
+        self.now, self.reads, self.at = 1_000.0, 0, at
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += 400 if self.reads == self.at else 10
+        return self.now
+
+
+def test_a_clearing_made_under_an_expired_cache_is_held_by_the_requests_after_it(tmp_path):
+    """The clearing an expired cache asked for at any size is sent again, same trigger and same results, by the
+    requests after it, so the server keeps applying it and the prompt it cached holds; under the policy's trigger
+    the next request would send the results back and write them again."""
+    outcome, bodies, _ = _run(tmp_path, clock=_GapAt(5), policy=ContextPolicy(clear_tool_uses_keep=1, watcher=False))
+    edits = [b["context_management"]["edits"][0] for b in bodies]
+    assert [e["trigger"]["value"] for e in edits] == [40_000, 40_000, 0, 0]  # the third request came after the gap
+    assert [e["keep"]["value"] for e in edits[2:]] == [1, 2]  # the same tool use cleared again, one more kept
+    third, fourth = outcome.calls[2:4]
+    assert third.edits_applied == fourth.edits_applied == 1 and third.tokens_cleared == fourth.tokens_cleared > 0
+    assert fourth.usage.cache_read >= third.usage.cache_read + third.usage.cache_write - 100  # the cleared prompt was read back
 
 
 def test_the_age_of_the_cache_survives_a_checkpoint():
@@ -157,3 +183,6 @@ def test_the_age_of_the_cache_survives_a_checkpoint():
     state = LoopState(messages=[], answered_at=1_234.5)
     assert LoopState.from_dict(state.to_dict()).answered_at == 1_234.5
     assert LoopState.from_dict({"messages": []}).answered_at is None  # a checkpoint written before it was kept
+    held = LoopState(messages=[], cleared_through="toolu_1", cleared_trigger=0)
+    assert LoopState.from_dict(held.to_dict()).cleared_trigger == 0  # a resumed loop holds its clearing the same way
+    assert LoopState.from_dict({"messages": []}).cleared_trigger is None  # the policy's trigger, as before

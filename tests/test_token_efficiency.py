@@ -79,4 +79,8 @@ def test_a_marathon_killed_at_a_tool_call_resumes_on_another_process_and_re_spen
         assert set(restarted["needles"].values()) <= {"present", "recalled"} and len(restarted["needles"]) == 3
     warm, cold = data["restarts"]
     assert 0 <= warm["respend_share"] <= 0.05  # one model call again, read from the cache
-    assert warm["respend_usd"] < cold["respend_usd"] < 0.5 * data["uninterrupted"]["cost_usd"]  # and the prompt written again
+    # and the prompt written again, cleared first since its rewrite is paid anyway: what is left is mostly the 7K
+    # tokens before the first tool use, written again, which is 6% of this 60-call marathon (the restart benchmark's
+    # 150-call one re-spends 2.7%); before the clearing at any size it was a third (simulated time: the same figure on
+    # every machine)
+    assert warm["respend_usd"] < cold["respend_usd"] and cold["respend_share"] <= 0.08

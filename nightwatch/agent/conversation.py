@@ -22,6 +22,7 @@ class LoopState:
     summary_failures: int = 0  # failed summaries, caught up by the next one
     compactions: int = 0  # server-side compactions seen
     cleared_through: str = ""  # the last tool use whose result the server clears ("" while nothing is cleared)
+    cleared_trigger: int | None = None  # the trigger that clearing was applied under: sent again, it applies again
     logged: list[str] = field(default_factory=list)  # what the event log already has (cleared notes)
     decisions: list[str] = field(default_factory=list)  # what the loop decided and when, for checkpoints
     answered_at: float | None = None  # when the last model call was answered (the loop's clock): the cache's age

@@ -38,11 +38,11 @@ class AppliedEdits:
     thinking_turns_cleared: int = 0
 
 
-def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None = None, keep: int | None = None
-          ) -> list[BetaClearThinking20251015EditParam | BetaClearToolUses20250919EditParam]:
+def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None = None, keep: int | None = None,
+          trigger: int | None = None) -> list[BetaClearThinking20251015EditParam | BetaClearToolUses20250919EditParam]:
     """The editing strategies for one call, in the order the API wants them; `clear_at_least` (default: the policy's)
     is the least a tool-result clearing must remove to be applied, `keep` (default: the policy's) the tool uses it
-    keeps."""
+    keeps, `trigger` (default: the policy's) the prompt size from which it applies."""
     if not policy.context_editing:
         return []
     out: list[Any] = []
@@ -54,7 +54,7 @@ def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None =
         ))
     clear = BetaClearToolUses20250919EditParam(
         type="clear_tool_uses_20250919",
-        trigger={"type": "input_tokens", "value": policy.clear_tool_uses_trigger or 0},
+        trigger={"type": "input_tokens", "value": trigger if trigger is not None else policy.clear_tool_uses_trigger or 0},
         keep={"type": "tool_uses", "value": policy.clear_tool_uses_keep if keep is None else keep},
         clear_at_least={"type": "input_tokens", "value": clear_at_least if clear_at_least is not None
                         else policy.clear_tool_uses_at_least or 0},

@@ -45,7 +45,7 @@ class ContextLayers:
         self.spent = 0.0  # this error's budget, in input-equivalent tokens
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
-        self.sent_clearing: tuple[list[str], int] | None = None  # the last request's tool uses and the `keep` it sent
+        self.sent_clearing: tuple[list[str], int, int | None] | None = None  # the last request's tool uses, `keep`, trigger
 
     # start and resume ------------------------------------------------------------------------
     def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
@@ -91,7 +91,7 @@ class ContextLayers:
         state.answered_at = self.config.clock()
         done = editing.applied(response)
         if done.tool_uses_cleared and self.sent_clearing and self.sent_clearing[1] < len(self.sent_clearing[0]):
-            ids, keep = self.sent_clearing
+            ids, keep, state.cleared_trigger = self.sent_clearing
             state.cleared_through = ids[len(ids) - keep - 1]  # the server cleared through here: later requests hold it
         editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
         calls.append(self._meter(response, self._context(
@@ -117,29 +117,31 @@ class ContextLayers:
     def _to_come(self, iteration: int) -> int:
         return break_even.calls_to_come(iteration, self.config.max_iterations)
 
-    def _clearing(self, state: LoopState, count: int, iteration: int) -> tuple[int, int]:
-        """(keep, clear_at_least) of this request's tool-result clearing. With a set least amount, or layers acting at
-        their thresholds: the policy's keep (the boundary moves every turn). Else, before the server cleared anything,
-        the policy's keep and the break-even for the server to check; after, the boundary is held (the same results
-        cleared again, so the cache holds) until moving it to the last `keep` tool uses pays for what that clears."""
+    def _clearing(self, state: LoopState, count: int, iteration: int) -> tuple[int, int, int | None]:
+        """(keep, clear_at_least, trigger; None: the policy's) of this request's tool-result clearing. With a set least
+        amount, or layers acting at their thresholds: the policy's keep (the boundary moves every turn). Else, before
+        the server cleared anything, the policy's keep and the break-even for the server to check; after, the boundary
+        is held (the same results cleared again under the same trigger, so the cache holds) until moving it to the last
+        `keep` tool uses pays for what that clears."""
         keep = self.policy.clear_tool_uses_keep
         if self.policy.clear_tool_uses_at_least is not None:
-            return keep, self.policy.clear_tool_uses_at_least
+            return keep, self.policy.clear_tool_uses_at_least, None
         if not self.policy.when_it_pays:
-            return keep, 0
+            return keep, 0, None
         if break_even.cache_expired(state.answered_at, self.config.clock(), self.policy.cache_ttl):
-            # past the trigger the server clears to the last `keep` tool uses: the prompt's rewrite is paid anyway
+            # the whole prompt is written again whatever is cleared: every token cleared is saved now and on every
+            # later call, and nothing is rewritten for it, so the clearing pays at any size of prompt
             state.decide(iteration, "the cached prompt expired: this request writes all of it anyway, so it asks to clear "
-                                    f"to the last {keep} tool uses, which then costs no rewrite")
-            return keep, 0
+                                    f"to the last {keep} tool uses at any size, which then costs no rewrite")
+            return keep, 0, 0
         uses = editing.tool_uses(state.messages)
         boundary = editing.held(uses, state.cleared_through)
         if not boundary:
             prompt = max(count, self.policy.clear_tool_uses_trigger or 0)
-            return keep, break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl)
+            return keep, break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl), None
         if count >= (self.policy.clear_tool_uses_trigger or 0) and self._move_pays(state.messages, uses, boundary, iteration):
-            return keep, 0
-        return len(uses) - boundary, 0
+            return keep, 0, None
+        return len(uses) - boundary, 0, state.cleared_trigger
 
     def _move_pays(self, messages: list[dict], uses: list[dict], boundary: int, iteration: int) -> bool:
         """Whether clearing the results between the held boundary and the last `keep` tool uses pays: they are the
@@ -212,9 +214,9 @@ class ContextLayers:
                     ) -> tuple[list[str], BetaContextManagementConfigParam | None]:
         """The edits of this request: tool-result clearing asks for its break-even (and then holds its boundary until
         moving it pays), the server's compaction is offered only when a summary at its trigger would pay."""
-        keep, least = self._clearing(state, count, iteration) if self.policy.context_editing else (None, None)
-        self.sent_clearing = ([u["id"] for u in editing.tool_uses(state.messages)], keep) if keep is not None else None
-        chosen: list[Any] = editing.edits(self.policy, thinking_on, least, keep)
+        keep, least, trigger = self._clearing(state, count, iteration) if self.policy.context_editing else (None, None, None)
+        self.sent_clearing = ([u["id"] for u in editing.tool_uses(state.messages)], keep, trigger) if keep is not None else None
+        chosen: list[Any] = editing.edits(self.policy, thinking_on, least, keep, trigger)
         betas = [editing.CONTEXT_MANAGEMENT_BETA] if chosen else []
         if self.server_compaction and self._compaction_pays(max(count, self.policy.compaction_trigger or 0), iteration):
             chosen.append(compaction.compact_edit(self.policy))
