@@ -147,7 +147,7 @@ def test_once_the_cached_prompt_expired_a_request_asks_to_clear_without_a_break_
     assert second[0]["clear_at_least"]["value"] == least_clearing(40_000, 2) > 0  # two calls to come
     assert second[1]["clear_at_least"] == {"type": "input_tokens", "value": 0}
     assert second[0]["trigger"] == {"type": "input_tokens", "value": 40_000}
-    assert second[1]["trigger"] == {"type": "input_tokens", "value": 0}
+    assert second[1]["trigger"] == {"type": "input_tokens", "value": 1}  # any prompt
     assert second[1]["keep"] == {"type": "tool_uses", "value": 4}
     # the first request has no cache to lose: it asks for the break-even either way
     assert cold[0]["context_management"]["edits"][0]["clear_at_least"]["value"] > 0
@@ -171,7 +171,7 @@ def test_a_clearing_made_under_an_expired_cache_is_held_by_the_requests_after_it
     the next request would send the results back and write them again."""
     outcome, bodies, _ = _run(tmp_path, clock=_GapAt(5), policy=ContextPolicy(clear_tool_uses_keep=1, watcher=False))
     edits = [b["context_management"]["edits"][0] for b in bodies]
-    assert [e["trigger"]["value"] for e in edits] == [40_000, 40_000, 0, 0]  # the third request came after the gap
+    assert [e["trigger"]["value"] for e in edits] == [40_000, 40_000, 1, 1]  # the third request came after the gap
     assert [e["keep"]["value"] for e in edits[2:]] == [1, 2]  # the same tool use cleared again, one more kept
     third, fourth = outcome.calls[2:4]
     assert third.edits_applied == fourth.edits_applied == 1 and third.tokens_cleared == fourth.tokens_cleared > 0
@@ -183,6 +183,6 @@ def test_the_age_of_the_cache_survives_a_checkpoint():
     state = LoopState(messages=[], answered_at=1_234.5)
     assert LoopState.from_dict(state.to_dict()).answered_at == 1_234.5
     assert LoopState.from_dict({"messages": []}).answered_at is None  # a checkpoint written before it was kept
-    held = LoopState(messages=[], cleared_through="toolu_1", cleared_trigger=0)
-    assert LoopState.from_dict(held.to_dict()).cleared_trigger == 0  # a resumed loop holds its clearing the same way
+    held = LoopState(messages=[], cleared_through="toolu_1", cleared_trigger=1)
+    assert LoopState.from_dict(held.to_dict()).cleared_trigger == 1  # a resumed loop holds its clearing the same way
     assert LoopState.from_dict({"messages": []}).cleared_trigger is None  # the policy's trigger, as before

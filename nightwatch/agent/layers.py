@@ -28,6 +28,8 @@ from nightwatch.agent.watcher import Watcher
 from nightwatch.models import ModelCall
 from nightwatch.tokens import EstimatingCounter, TokenCounter, _text_of, estimate_text
 
+ANY_PROMPT = 1  # a clearing trigger every prompt passes (in tokens; positive, as a trigger's value surely may be)
+
 
 class ContextLayers:
     """One investigation's context management; the loop asks it for each call and each checkpoint."""
@@ -133,7 +135,7 @@ class ContextLayers:
             # later call, and nothing is rewritten for it, so the clearing pays at any size of prompt
             state.decide(iteration, "the cached prompt expired: this request writes all of it anyway, so it asks to clear "
                                     f"to the last {keep} tool uses at any size, which then costs no rewrite")
-            return keep, 0, 0
+            return keep, 0, ANY_PROMPT
         uses = editing.tool_uses(state.messages)
         boundary = editing.held(uses, state.cleared_through)
         if not boundary:
