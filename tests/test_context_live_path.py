@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from nightwatch.agent.break_even import least_clearing
 from nightwatch.agent.caching import hit_rate
 from nightwatch.agent.client import AnthropicModelClient
@@ -166,7 +168,7 @@ class _GapAt:
 
 
 def test_a_clearing_made_under_an_expired_cache_is_held_by_the_requests_after_it(tmp_path):
-    """The clearing an expired cache asked for at any size is sent again, same trigger and same results, by the
+    """The clearing an expired cache asked for at any size is sent again, the same results at any size, by the
     requests after it, so the server keeps applying it and the prompt it cached holds; under the policy's trigger
     the next request would send the results back and write them again."""
     outcome, bodies, _ = _run(tmp_path, clock=_GapAt(5), policy=ContextPolicy(clear_tool_uses_keep=1, watcher=False))
@@ -183,6 +185,32 @@ def test_the_age_of_the_cache_survives_a_checkpoint():
     state = LoopState(messages=[], answered_at=1_234.5)
     assert LoopState.from_dict(state.to_dict()).answered_at == 1_234.5
     assert LoopState.from_dict({"messages": []}).answered_at is None  # a checkpoint written before it was kept
-    held = LoopState(messages=[], cleared_through="toolu_1", cleared_trigger=1)
-    assert LoopState.from_dict(held.to_dict()).cleared_trigger == 1  # a resumed loop holds its clearing the same way
-    assert LoopState.from_dict({"messages": []}).cleared_trigger is None  # the policy's trigger, as before
+    # a field this version does not keep (a checkpoint another version wrote) is left out, not a failed resume
+    assert LoopState.from_dict({"messages": [], "answered_at": 5.0, "cleared_trigger": 0}).answered_at == 5.0
+
+
+def test_a_held_clearing_applies_again_on_a_prompt_a_summary_made_smaller_than_the_trigger(tmp_path):
+    """After NightWatch's own summary folds the history, the held boundary may survive on a prompt under the 40K
+    trigger: the held request still clears those results at the server, as the watcher and the compaction trigger
+    count them cleared."""
+    from nightwatch.agent import editing
+    from nightwatch.agent.conversation import LoopState
+    from nightwatch.agent.layers import ContextLayers
+    from nightwatch.offline.emulated_edits import clear_tool_uses
+    from tests.test_agent_loop import _case
+    from tests.test_agent_loop import _config as loop_config
+
+    _, runner, _ = _case(tmp_path)
+    layers = ContextLayers(client=None, runner=runner, config=loop_config(clock=lambda: 1_000.0))
+    messages = [{"role": "user", "content": [{"type": "text", "text": "summary of the investigation so far"}]}]
+    for i in range(1, 7):  # six reads of about 2K tokens each: a 12K prompt, held cleared through the second
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read_file", "input": {"path": f"f{i}"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x " * 2_000}]}]
+    state = LoopState(messages=messages, cleared_through="t2", answered_at=995.0)
+    _, management = layers._management(state, False, 12_000, 3)
+    (edit,) = management["edits"]
+    assert edit["keep"]["value"] == 4 and edit["trigger"]["value"] < 12_000
+    uses = editing.tool_uses(messages)
+    counted = editing.cleared_ids(uses, editing.held(uses, state.cleared_through), layers.policy)
+    applied = clear_tool_uses(copy.deepcopy(messages), edit, 12_000)  # the server's side, as the emulation does it
+    assert counted == {"t1", "t2"} and applied is not None and applied["cleared_tool_uses"] == 2

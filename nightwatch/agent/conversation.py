@@ -6,7 +6,7 @@ and a resumed loop continues exactly where the interrupted one stopped.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -22,7 +22,6 @@ class LoopState:
     summary_failures: int = 0  # failed summaries, caught up by the next one
     compactions: int = 0  # server-side compactions seen
     cleared_through: str = ""  # the last tool use whose result the server clears ("" while nothing is cleared)
-    cleared_trigger: int | None = None  # the trigger that clearing was applied under: sent again, it applies again
     logged: list[str] = field(default_factory=list)  # what the event log already has (cleared notes)
     decisions: list[str] = field(default_factory=list)  # what the loop decided and when, for checkpoints
     answered_at: float | None = None  # when the last model call was answered (the loop's clock): the cache's age
@@ -32,7 +31,10 @@ class LoopState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LoopState":
-        return cls(**data)
+        """A saved state; a field this version does not keep (a checkpoint another version wrote) is left out, and one
+        it does not find takes its default."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def decide(self, iteration: int, text: str) -> None:
         self.decisions.append(f"iteration {iteration}: {text}")

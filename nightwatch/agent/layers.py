@@ -47,7 +47,7 @@ class ContextLayers:
         self.spent = 0.0  # this error's budget, in input-equivalent tokens
         self.last_checkpoint: str | None = None
         self.pending_checkpoint: str | None = None  # written since the last call: recorded on the next one
-        self.sent_clearing: tuple[list[str], int, int | None] | None = None  # the last request's tool uses, `keep`, trigger
+        self.sent_clearing: tuple[list[str], int] | None = None  # the last request's tool uses and the `keep` it sent
 
     # start and resume ------------------------------------------------------------------------
     def start(self, first_message: list[dict], calls: list[ModelCall]) -> tuple[LoopState, int | None]:
@@ -93,7 +93,7 @@ class ContextLayers:
         state.answered_at = self.config.clock()
         done = editing.applied(response)
         if done.tool_uses_cleared and self.sent_clearing and self.sent_clearing[1] < len(self.sent_clearing[0]):
-            ids, keep, state.cleared_trigger = self.sent_clearing
+            ids, keep = self.sent_clearing
             state.cleared_through = ids[len(ids) - keep - 1]  # the server cleared through here: later requests hold it
         editing.log_cleared(self.runner.events, self.runner.fingerprint, state.messages, done, self.policy, state.logged, iteration)
         calls.append(self._meter(response, self._context(
@@ -123,8 +123,9 @@ class ContextLayers:
         """(keep, clear_at_least, trigger; None: the policy's) of this request's tool-result clearing. With a set least
         amount, or layers acting at their thresholds: the policy's keep (the boundary moves every turn). Else, before
         the server cleared anything, the policy's keep and the break-even for the server to check; after, the boundary
-        is held (the same results cleared again under the same trigger, so the cache holds) until moving it to the last
-        `keep` tool uses pays for what that clears."""
+        is held until moving it to the last `keep` tool uses pays for what that clears: the same results cleared again
+        at any size of prompt (a summary may have made it smaller than the trigger it was cleared at), so the cache
+        holds and the server clears exactly what the watcher and the compaction trigger count as cleared."""
         keep = self.policy.clear_tool_uses_keep
         if self.policy.clear_tool_uses_at_least is not None:
             return keep, self.policy.clear_tool_uses_at_least, None
@@ -143,7 +144,7 @@ class ContextLayers:
             return keep, break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl), None
         if count >= (self.policy.clear_tool_uses_trigger or 0) and self._move_pays(state.messages, uses, boundary, iteration):
             return keep, 0, None
-        return len(uses) - boundary, 0, state.cleared_trigger
+        return len(uses) - boundary, 0, ANY_PROMPT
 
     def _move_pays(self, messages: list[dict], uses: list[dict], boundary: int, iteration: int) -> bool:
         """Whether clearing the results between the held boundary and the last `keep` tool uses pays: they are the
@@ -217,7 +218,7 @@ class ContextLayers:
         """The edits of this request: tool-result clearing asks for its break-even (and then holds its boundary until
         moving it pays), the server's compaction is offered only when a summary at its trigger would pay."""
         keep, least, trigger = self._clearing(state, count, iteration) if self.policy.context_editing else (None, None, None)
-        self.sent_clearing = ([u["id"] for u in editing.tool_uses(state.messages)], keep, trigger) if keep is not None else None
+        self.sent_clearing = ([u["id"] for u in editing.tool_uses(state.messages)], keep) if keep is not None else None
         chosen: list[Any] = editing.edits(self.policy, thinking_on, least, keep, trigger)
         betas = [editing.CONTEXT_MANAGEMENT_BETA] if chosen else []
         if self.server_compaction and self._compaction_pays(max(count, self.policy.compaction_trigger or 0), iteration):
