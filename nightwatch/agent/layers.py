@@ -125,7 +125,8 @@ class ContextLayers:
         the server cleared anything, the policy's keep and the break-even for the server to check; after, the boundary
         is held until moving it to the last `keep` tool uses pays for what that clears: the same results cleared again
         at any size of prompt (a summary may have made it smaller than the trigger it was cleared at), so the cache
-        holds and the server clears exactly what the watcher and the compaction trigger count as cleared."""
+        holds and the server clears exactly what the watcher and the compaction trigger count as cleared; a move, once
+        decided past the trigger, is sent at any size too."""
         keep = self.policy.clear_tool_uses_keep
         if self.policy.clear_tool_uses_at_least is not None:
             return keep, self.policy.clear_tool_uses_at_least, None
@@ -143,7 +144,7 @@ class ContextLayers:
             prompt = max(count, self.policy.clear_tool_uses_trigger or 0)
             return keep, break_even.least_clearing(prompt, self._to_come(iteration), self.policy.cache_ttl), None
         if count >= (self.policy.clear_tool_uses_trigger or 0) and self._move_pays(state.messages, uses, boundary, iteration):
-            return keep, 0, None
+            return keep, 0, ANY_PROMPT  # decided here, past the trigger; a summary this call folded must not undo it
         return len(uses) - boundary, 0, ANY_PROMPT
 
     def _move_pays(self, messages: list[dict], uses: list[dict], boundary: int, iteration: int) -> bool:
