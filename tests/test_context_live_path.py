@@ -214,3 +214,10 @@ def test_a_held_clearing_applies_again_on_a_prompt_a_summary_made_smaller_than_t
     counted = editing.cleared_ids(uses, editing.held(uses, state.cleared_through), layers.policy)
     applied = clear_tool_uses(copy.deepcopy(messages), edit, 12_000)  # the server's side, as the emulation does it
     assert counted == {"t1", "t2"} and applied is not None and applied["cleared_tool_uses"] == 2
+    # a move decided on the request's count before the summary folded it (past the trigger) is sent at any size too:
+    # under the 40K trigger the server would apply neither the move nor the held clearing
+    layers._move_pays = lambda *_: True
+    _, management = layers._management(state, False, 45_000, 3)
+    (move,) = management["edits"]
+    assert move["keep"]["value"] == 4 and move["trigger"]["value"] < 12_000
+    assert clear_tool_uses(copy.deepcopy(messages), move, 12_000)["cleared_tool_uses"] == 2  # six uses, four kept
