@@ -155,23 +155,29 @@ def test_once_the_cached_prompt_expired_a_request_asks_to_clear_without_a_break_
     assert cold[0]["context_management"]["edits"][0]["clear_at_least"]["value"] > 0
 
 
-class _GapAt:
-    """The loop's clock, 10 s a read, with one gap of 400 s (past the cache's TTL) at read `at`."""
+class _GapAfter:
+    """The loop's clock, 10 s a read, 400 s later (past the cache's TTL) from the second read after the server
+    answered `answered` requests (the first is that answer's time): the gap falls before the next request, however
+    often the loop reads its clock."""
 
-    def __init__(self, at: int) -> None:
-        self.now, self.reads, self.at = 1_000.0, 0, at
+    def __init__(self, fake: FakeAnthropic, answered: int) -> None:
+        self.fake, self.answered, self.reads, self.after = fake, answered, 0, 0
 
     def __call__(self) -> float:
         self.reads += 1
-        self.now += 400 if self.reads == self.at else 10
-        return self.now
+        self.after += len(self.fake.message_requests()) >= self.answered
+        return 1_000.0 + 10 * self.reads + (400 if self.after > 1 else 0)
 
 
 def test_a_clearing_made_under_an_expired_cache_is_held_by_the_requests_after_it(tmp_path):
     """The clearing an expired cache asked for at any size is sent again, the same results at any size, by the
     requests after it, so the server keeps applying it and the prompt it cached holds; under the policy's trigger
     the next request would send the results back and write them again."""
-    outcome, bodies, _ = _run(tmp_path, clock=_GapAt(5), policy=ContextPolicy(clear_tool_uses_keep=1, watcher=False))
+    _, runner, first = _case(tmp_path)
+    with FakeAnthropic() as fake:
+        config = _config(clock=_GapAfter(fake, 2), policy=ContextPolicy(clear_tool_uses_keep=1, watcher=False))
+        outcome = run_agent(AnthropicModelClient(fake.api_key, base_url=fake.url, max_retries=0), runner, config, first)
+        bodies = fake.message_bodies()
     edits = [b["context_management"]["edits"][0] for b in bodies]
     assert [e["trigger"]["value"] for e in edits] == [40_000, 40_000, 1, 1]  # the third request came after the gap
     assert [e["keep"]["value"] for e in edits[2:]] == [1, 2]  # the same tool use cleared again, one more kept
