@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from anthropic.types.beta import BetaMessage  # noqa: E402
 
 from benchmarks.marathon_corpus import Marathon, MarathonModel  # noqa: E402
-from benchmarks.token_efficiency import MODEL, UNLIMITED, WINDOW, BenchmarkAPI, SimClock  # noqa: E402
+from benchmarks.token_efficiency import MODEL, UNLIMITED, WINDOW, BenchmarkAPI, SimClock, check_line  # noqa: E402
 from nightwatch.agent.checkpoints import CheckpointStore  # noqa: E402
 from nightwatch.agent.definitions import load_definition  # noqa: E402
 from nightwatch.agent.loop import LoopConfig, run_agent  # noqa: E402
@@ -243,9 +243,9 @@ def restart_lines(data: dict[str, Any]) -> list[str]:
     for again in data["restarts"]:
         when = f"{again['gap_s'] / 60:g} min later"
         missing = sum(1 for s in again["needles"].values() if s == "missing")
-        lines.append(f"  {'ok  ' if again['respend_share'] <= RESPEND_LIMIT else 'MISS'} re-spend <= {RESPEND_LIMIT:.0%} of the "
-                     f"marathon uninterrupted, {when}: {again['respend_share']:.1%}")
-        lines.append(f"  {'ok  ' if not missing else 'MISS'} every needle answered, {when}: {missing} missing")
+        lines.append(check_line(f"re-spend <= {RESPEND_LIMIT:.0%} of the marathon uninterrupted, {when}", again["respend_share"],
+                                RESPEND_LIMIT, f"{again['respend_share']:.1%}"))
+        lines.append(check_line(f"every needle answered, {when}", missing, 0))
     return lines
 
 

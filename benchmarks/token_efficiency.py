@@ -416,8 +416,7 @@ def marathon_table(tallies: dict[str, Tally], unbounded: Tally, marathons: list[
               ("nightwatch $ <= 1.3x the floor $", nw.cost_usd / data["floor"]["cost_usd"], 1.3),
               ("every needle answered", nw.needles["missing"], 0),
               (f"peak context <= the window ({WINDOW:,})", nw.peak / WINDOW, 1.0)]
-    lines += [""] + [f"  {'ok  ' if value <= limit else 'MISS'} {label}: " + (f"{value:.2f}" if isinstance(value, float) else f"{value} missing")
-                     for label, value, limit in checks]
+    lines += [""] + [check_line(label, value, limit) for label, value, limit in checks]
     return "\n".join(lines)
 
 
@@ -510,10 +509,15 @@ def table(tallies: dict[str, Tally], tight: Tally | None, scripts: list[Script],
               ("nightwatch <= 60% of original", nw.cost_weighted / tallies["original"].cost_weighted, 0.60),
               ("every needle answered", nw.needles["missing"], 0),
               (f"peak context <= window minus reserve ({policy.watcher_limit:,})", nw.peak / policy.watcher_limit, 1.0)]
-    for label, value, limit in checks:
-        lines.append(f"  {'ok  ' if value <= limit else 'MISS'} {label}: {value:.2f}" if isinstance(value, float) else
-                     f"  {'ok  ' if value <= limit else 'MISS'} {label}: {value} missing")
+    lines += [check_line(label, value, limit) for label, value, limit in checks]
     return "\n".join(lines)
+
+
+def check_line(label: str, value: float, limit: float, shown: str | None = None) -> str:
+    """One target's line: ok or MISS (the value at most the limit), and the value as `shown`, else a ratio to two
+    places or a count of what is missing."""
+    shown = shown or (f"{value:.2f}" if isinstance(value, float) else f"{value} missing")
+    return f"  {'ok  ' if value <= limit else 'MISS'} {label}: {shown}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,6 +88,11 @@ class EvalCase(Model):
     folder: Path = Path(".")
 
     @property
+    def blamed(self) -> list[str]:
+        """The commits the real fix's lines came from, as SZZ reads a fix; the majority one alone where a case lists none."""
+        return self.blamed_by or ([self.introduced_by] if self.introduced_by else [])
+
+    @property
     def export(self) -> Path:
         return self.folder / "export.json"
 
@@ -272,7 +277,7 @@ def _score_suspects(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore,
     out.suspects = [n[:12] for n in named]
     out.checks["suspect"] = bool(named) and named[0] == case.introduced_by
     out.checks["suspect_top3"] = case.introduced_by in named[:3]
-    blamed = set(case.blamed_by or [case.introduced_by])
+    blamed = set(case.blamed)
     out.checks["blamed"] = bool(named) and named[0] in blamed
     out.checks["blamed_top3"] = bool(blamed.intersection(named[:3]))
 

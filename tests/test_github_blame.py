@@ -58,8 +58,8 @@ def test_github_names_the_suspects_local_git_names_on_real_history(case, tmp_pat
                                                        capture_output=True, check=True).stdout.strip()) + timedelta(days=1)
     local, remote = same_suspects(repo, frames, first_seen, fix_lines=origin)
     assert rank(repo, remote, case.introduced_by) == rank(repo, local, case.introduced_by)
-    blamed = case.blamed_by or [case.introduced_by]  # read as SZZ reads the fix: its best-ranked candidate
-    assert best_rank(repo, remote, blamed) == best_rank(repo, local, blamed)
+    # read as SZZ reads the fix: its best-ranked candidate
+    assert best_rank(repo, remote, case.blamed) == best_rank(repo, local, case.blamed)
     if case.id not in WHITESPACE_OR_MOVES:
         assert remote == local
 
