@@ -17,6 +17,11 @@ from pathlib import Path
 # and the automations' triggers over it. Task runs are still recorded from their events.
 UNREAD_ON_A_THROWAWAY_API = ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
                              "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED")
+# The eval's API does not record task runs either: its nights start from empty homes, so none is answered from the
+# cache (the one thing a night reads back from its task runs), and it scores reports, not run pages. Recording them
+# from their events was the API's largest cost: measured side by side on the 29 cases, two rounds each, 51 s -> 41 s
+# of wall time and 87 -> 73 s of CPU.
+UNREAD_ON_THE_EVAL_API = (*UNREAD_ON_A_THROWAWAY_API, "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED")
 
 
 def configure(home: Path, log_level: str = "WARNING") -> None:

@@ -170,7 +170,9 @@ def default_jobs() -> int:
 
 def _quiet_throwaway_api() -> None:
     """The nights run on a throwaway local API that nobody opens; a server of the user's (PREFECT_API_URL) is theirs."""
-    for name in environment.UNREAD_ON_A_THROWAWAY_API:
+    if os.environ.get("PREFECT_API_URL"):
+        return
+    for name in environment.UNREAD_ON_THE_EVAL_API:
         os.environ.setdefault(name, "false")
 
 
