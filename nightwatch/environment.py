@@ -21,7 +21,8 @@ UNREAD_ON_A_THROWAWAY_API = ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_S
 # cache (the one thing a night reads back from its task runs), and it scores reports, not run pages. Recording them
 # from their events was the API's largest cost: measured side by side on the 29 cases, two rounds each, 51 s -> 41 s
 # of wall time and 87 -> 73 s of CPU.
-UNREAD_ON_THE_EVAL_API = (*UNREAD_ON_A_THROWAWAY_API, "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED")
+TASK_RUN_RECORDER = "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED"
+UNREAD_ON_THE_EVAL_API = (*UNREAD_ON_A_THROWAWAY_API, TASK_RUN_RECORDER)
 
 
 def configure(home: Path, log_level: str = "WARNING") -> None:

@@ -81,32 +81,57 @@ def prefect_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def prefect_harness(prefect_db_template: Path):
     """One temporary Prefect API for every flow test of the session, on a copy of the migrated database."""
+    with seeded_harness(prefect_db_template, record_task_runs=False), quick_retries(), no_heartbeats():
+        yield
+
+
+@pytest.fixture(scope="module")
+def recorded_task_runs(prefect_harness, prefect_db_template: Path):
+    """A Prefect API of the module's own that records task runs from their events, as a night's run page shows them,
+    for the tests that read them back (the session's API does not record them); it starts inside the session's one and
+    stops before it."""
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all()  # its client was made for the session's API; the next event makes one for this module's
+    with seeded_harness(prefect_db_template, record_task_runs=True):
+        yield
+
+
+@contextlib.contextmanager
+def seeded_harness(template: Path, record_task_runs: bool):
+    """Prefect's test harness (a temporary API in a subprocess) on a copy of the migrated database `template`."""
     from unittest import mock
 
     import prefect.testing.utilities as harness
 
     def seeded_tempdir() -> str:  # the harness keeps its database in a fresh temporary folder: seed it there
         folder = tempfile.mkdtemp()
-        shutil.copyfile(prefect_db_template, Path(folder) / "prefect-test.db")
+        shutil.copyfile(template, Path(folder) / "prefect-test.db")
         return folder
 
-    with mock.patch.object(harness, "mkdtemp", seeded_tempdir), unread_records(), \
-            harness.prefect_test_harness(server_startup_timeout=120), quick_retries(), no_heartbeats():
+    with mock.patch.object(harness, "mkdtemp", seeded_tempdir), unread_records(record_task_runs), \
+            harness.prefect_test_harness(server_startup_timeout=120):
         yield
 
 
 @contextlib.contextmanager
-def unread_records():
+def unread_records(record_task_runs: bool):
     """The test API skips what no test reads (nightwatch.environment.UNREAD_ON_A_THROWAWAY_API: flow-run logs, the
-    event log, the triggers) and keeps the rest (flow and task runs, their states, artifacts, concurrency limits). The
-    harness's server inherits these settings. Measured on six nights of three errors, side by side: 10% less CPU, 15%
-    less wall time. Tests that start a real server, a worker or a CLI night keep Prefect's defaults."""
+    event log, the triggers) and keeps the rest (flow runs, their states, artifacts, concurrency limits). The harness's
+    server inherits these settings. Measured on six nights of three errors, side by side: 10% less CPU, 15% less wall
+    time. Tests that start a real server, a worker or a CLI night keep Prefect's defaults.
+
+    Task runs are recorded only where `record_task_runs` (the `recorded_task_runs` fixture): on a SQLite-backed API
+    the recorder's writes hold up the night's own (each subflow's stand-in task run waited about a second for the
+    database), so the ten-nights outcomes test alone took 105 s of wall time with them and 48-72 s without (62 s of
+    CPU and 50-56 s), and the whole suite on two cores 7 m 35 s and 6 m 29 s."""
     import prefect.settings
 
-    from nightwatch.environment import UNREAD_ON_A_THROWAWAY_API
+    from nightwatch.environment import TASK_RUN_RECORDER, UNREAD_ON_A_THROWAWAY_API
 
-    with prefect.settings.temporary_settings(updates={getattr(prefect.settings, name): False
-                                                      for name in UNREAD_ON_A_THROWAWAY_API}):
+    updates = {getattr(prefect.settings, name): False for name in UNREAD_ON_A_THROWAWAY_API}
+    updates[getattr(prefect.settings, TASK_RUN_RECORDER)] = record_task_runs
+    with prefect.settings.temporary_settings(updates=updates):
         yield
 
 

@@ -51,7 +51,7 @@ def test_a_saved_filesystem_block_is_used_and_a_missing_one_is_named(tmp_path):
 
 
 @pytest.mark.flow
-@pytest.mark.usefixtures("prefect_harness")
+@pytest.mark.usefixtures("recorded_task_runs")
 @pytest.mark.parametrize("shared", ["default", "path"])
 def test_a_rerun_on_a_worker_with_an_empty_local_disk_repeats_no_model_call(tmp_path, monkeypatch, shared):
     """Two workers: each has its own Prefect result folder (its local disk), both see NIGHTWATCH_HOME (a shared
