@@ -104,13 +104,15 @@ def seeded_harness(template: Path, record_task_runs: bool):
 
     import prefect.testing.utilities as harness
 
+    from tests.prefect_processes import PROCESS_GUARD_S
+
     def seeded_tempdir() -> str:  # the harness keeps its database in a fresh temporary folder: seed it there
         folder = tempfile.mkdtemp()
         shutil.copyfile(template, Path(folder) / "prefect-test.db")
         return folder
 
     with mock.patch.object(harness, "mkdtemp", seeded_tempdir), unread_records(record_task_runs), \
-            harness.prefect_test_harness(server_startup_timeout=120):
+            harness.prefect_test_harness(server_startup_timeout=PROCESS_GUARD_S):  # a server coming up: a hang guard
         yield
 
 
