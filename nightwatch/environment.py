@@ -14,7 +14,8 @@ from pathlib import Path
 
 # What a throwaway local API (the eval's, the tests') keeps besides the runs themselves and nobody reads there: the
 # flow-run logs (each night's report and run log hold them; sending them was a sixth of the eval's CPU), the event log,
-# and the automations' triggers over it. Task runs are still recorded from their events.
+# and the automations' triggers over it. Task runs are still recorded from their events here; where nobody reads them
+# either, TASK_RUN_RECORDER is turned off too (the eval's API below; the tests' except where a test reads them).
 UNREAD_ON_A_THROWAWAY_API = ("PREFECT_LOGGING_TO_API_ENABLED", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED",
                              "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED")
 # The eval's API does not record task runs either: its nights start from empty homes, so none is answered from the

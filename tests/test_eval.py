@@ -114,15 +114,14 @@ def _eval(tmp_path: Path, template: Path, *args: str) -> subprocess.CompletedPro
     )
 
 
-def _rows(prefect_home: Path, table: str) -> int:
+def _rows(prefect_home: Path, source: str) -> int:
+    """How many rows `source` (what follows FROM: a table, a join, a filter) has in that Prefect home's database."""
     with contextlib.closing(sqlite3.connect(prefect_home / "prefect.db")) as db:
-        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        return db.execute(f"SELECT count(*) FROM {source}").fetchone()[0]
 
 
 def _nights_in(prefect_home: Path) -> int:
-    with contextlib.closing(sqlite3.connect(prefect_home / "prefect.db")) as db:
-        return db.execute("SELECT count(*) FROM flow_run JOIN flow ON flow.id = flow_run.flow_id "
-                          "WHERE flow.name = 'nightwatch'").fetchone()[0]
+    return _rows(prefect_home, "flow_run JOIN flow ON flow.id = flow_run.flow_id WHERE flow.name = 'nightwatch'")
 
 
 @pytest.mark.slow
