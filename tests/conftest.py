@@ -126,7 +126,7 @@ def unread_records(record_task_runs: bool):
     Task runs are recorded only where `record_task_runs` (the `recorded_task_runs` fixture): on a SQLite-backed API
     the recorder's writes hold up the night's own (each subflow's stand-in task run waited about a second for the
     database), so the ten-nights outcomes test alone took 105 s of wall time with them and 48-72 s without (62 s of
-    CPU and 50-56 s), and the whole suite on two cores 7 m 35 s and 6 m 29 s."""
+    CPU and 50-56 s)."""
     import prefect.settings
 
     from nightwatch.environment import TASK_RUN_RECORDER, UNREAD_ON_A_THROWAWAY_API
