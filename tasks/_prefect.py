@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from prefect import task
+from prefect import Task, task
 from prefect.cache_policies import NONE
+from prefect.utilities.annotations import opaque
 
 
 def nightwatch_task(*args: Any, step: str | None = None, **kwargs: Any):
@@ -26,16 +27,50 @@ def nightwatch_task(*args: Any, step: str | None = None, **kwargs: Any):
         kwargs.setdefault("cache_policy", NONE)
     kwargs.setdefault("persist_result", cached)
     kwargs.setdefault("log_prints", True)
-    return task(*args, **kwargs)
+    made = task(*args, **kwargs)
+    if isinstance(made, Task):
+        return StepTask.of(made)
+    return lambda fn: StepTask.of(made(fn))
+
+
+class StepTask(Task):
+    """A task whose arguments Prefect takes as they are, without walking into them.
+
+    Before a task runs, Prefect visits every argument recursively, field by field of every model (once to resolve
+    futures nested in it, once to list the run's inputs): for a night's errors, traces and research that was a quarter
+    of the flow process's CPU. The steps are handed values (never futures or states inside a collection), so each
+    argument is passed `opaque`: Prefect resolves and links the argument itself (a value another task returned still
+    shows as that task's output on the run graph) and does not walk its contents. The function, the cache key and the
+    run name see the plain value."""
+
+    @classmethod
+    def of(cls, made: Task) -> "StepTask":
+        made.__class__ = cls
+        return made
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        args, kwargs = self._opaque(args, kwargs)
+        return super().__call__(*args, **kwargs)
+
+    def submit(self, *args: Any, **kwargs: Any):
+        args, kwargs = self._opaque(args, kwargs)
+        return super().submit(*args, **kwargs)
+
+    def with_options(self, *args: Any, **kwargs: Any) -> "StepTask":
+        return StepTask.of(super().with_options(*args, **kwargs))
+
+    @staticmethod
+    def _opaque(args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        engine = {"return_state", "wait_for"}  # Prefect's own keywords, not the function's
+        return (tuple(opaque(a) for a in args),
+                {k: v if k in engine else opaque(v) for k, v in kwargs.items()})
 
 
 def run_name(step: str, name: str):
     """`3 fetch_traces · NoMethodError orders#show`: the step, the task, and the error it works on, if any."""
 
-    def build() -> str:
-        from prefect.runtime import task_run
-
-        error = (task_run.parameters or {}).get("error")
+    def build(parameters: dict[str, Any]) -> str:  # the run's resolved arguments (Prefect passes them by this name)
+        error = parameters.get("error")
         if error is None or not hasattr(error, "error_class"):
             return f"{step} {name}"
         return f"{step} {name} · {error.error_class} {short_transaction(error.transaction)}"[:120]

@@ -7,6 +7,7 @@ is an error that names the file and the field, never a silent default.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -52,6 +53,13 @@ class AgentDefinition(BaseModel):
 
 
 def parse_definition(text: str, source: str) -> AgentDefinition:
+    """The definition in `text` (a file's content; `source` names it in errors). A text read before is not parsed
+    again: each investigation reads its agent's file, and a night has dozens."""
+    return _parsed(text, source).model_copy(deep=True)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str, source: str) -> AgentDefinition:
     if not text.startswith("---"):
         raise AgentDefinitionError(f"{source}: must start with a '---' YAML frontmatter block")
     try:
