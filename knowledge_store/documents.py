@@ -16,13 +16,13 @@ from typing import Any
 
 import yaml
 
+from nightwatch import safe_yaml
 from nightwatch.atomic import atomic_write_text
 from nightwatch.models import Analysis, DetectedPattern, ErrorAnalysisResult
 from nightwatch.patterns import extract_tags, pattern_doc, slugify
 from nightwatch.redact import clean
 
 ERRORS_DIR = "errors"
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 FIND = "find"  # write_error_doc's `existing` when the caller does not know the document's path
 PATTERNS_DIR = "patterns"
 MESSAGE_LIMIT = 2_000
@@ -60,7 +60,7 @@ def parse_doc(text: str, path: Path) -> tuple[dict[str, Any], str]:
     if end < 0:
         raise KnowledgeDocError(path, "the YAML frontmatter is never closed by a '---' line")
     try:
-        meta = yaml.load(text[4 : end + 1], Loader=SAFE_LOADER)  # noqa: S506 (a safe loader, in C where available)
+        meta = safe_yaml.safe_load(text[4 : end + 1])
     except yaml.YAMLError as exc:
         raise KnowledgeDocError(path, f"invalid YAML frontmatter ({exc})") from exc
     if not isinstance(meta, dict):

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError
 
+from nightwatch import safe_yaml
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import ErrorAnalysisResult, FileChange, Model, RunReport, Window
@@ -147,7 +148,7 @@ def load_cases(root: Path, names: list[str] | None = None) -> list[EvalCase]:
 def load_case(folder: Path) -> EvalCase:
     path = folder / "expected.yml"
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_yaml.safe_load(path.read_text(encoding="utf-8"))
         case = EvalCase.model_validate({**(data or {}), "folder": folder})
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise EvalError(f"{path}: {exc}") from exc
@@ -552,7 +553,7 @@ def load_app_trees(trees_dir: Path, app: str) -> AppTrees:
     if not path.is_file():
         return AppTrees()
     try:
-        return AppTrees.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        return AppTrees.model_validate(safe_yaml.safe_load(path.read_text(encoding="utf-8")) or {})
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise EvalError(f"{path}: {exc}") from exc
 

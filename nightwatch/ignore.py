@@ -30,6 +30,7 @@ import regex
 import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, field_validator, model_validator
 
+from nightwatch import safe_yaml
 from nightwatch.models import ErrorGroup
 
 MatchKind = Literal["contains", "exact", "prefix", "regex"]
@@ -131,7 +132,7 @@ def noise_rules(ignore_file: Path | None, defaults: bool = True) -> list[IgnoreR
 
 def _entries(path: Path) -> list[Any]:
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = safe_yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidIgnoreRules(f"ignore file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

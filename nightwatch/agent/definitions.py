@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from nightwatch import safe_yaml
+
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 KNOWN_TOOLS = ("read_file", "search_code", "list_directory", "get_error_traces", "recall_context")
 
@@ -64,7 +66,7 @@ def _parsed(text: str, source: str) -> AgentDefinition:
         raise AgentDefinitionError(f"{source}: must start with a '---' YAML frontmatter block")
     try:
         _, front, body = text.split("---", 2)
-        meta = yaml.safe_load(front) or {}
+        meta = safe_yaml.safe_load(front) or {}
     except (ValueError, yaml.YAMLError) as exc:
         raise AgentDefinitionError(f"{source}: frontmatter is not valid YAML ({exc})") from exc
     if not isinstance(meta, dict):

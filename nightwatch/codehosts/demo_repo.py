@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from nightwatch import safe_yaml
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.local import run_git
 
@@ -85,7 +86,7 @@ def materialize_demo_repo(app_dir: Path, history_file: Path, dest: Path, now: da
 
 def load_history(history_file: Path) -> DemoHistory:
     try:
-        return DemoHistory.model_validate(yaml.safe_load(history_file.read_text(encoding="utf-8")) or {})
+        return DemoHistory.model_validate(safe_yaml.safe_load(history_file.read_text(encoding="utf-8")) or {})
     except FileNotFoundError as exc:
         raise DemoRepoError(f"demo history file not found: {history_file}") from exc
     except (yaml.YAMLError, ValidationError) as exc:

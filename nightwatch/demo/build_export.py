@@ -23,6 +23,7 @@ from pathlib import Path
 if not __package__:  # run as a script: make the nightwatch package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from nightwatch import safe_yaml
 from nightwatch.demo.error_catalog import Group, all_groups  # noqa: E402
 
 OUTPUT = Path(__file__).resolve().parent / "nerdgraph_export.json"
@@ -114,10 +115,9 @@ def deploys() -> dict:
     """Change tracking's deploy markers (the deploy markers query's answer, newest first): the storefront deploys half
     an hour after each pull request of history.yml merges, and once before the first. They name no commit: the demo
     repository's commits are made when a night first runs, so each marker is paired with a merge by its time."""
-    import yaml
 
     merged = sorted((float(pr["merged_hours_ago"]), int(pr["number"]))
-                    for pr in yaml.safe_load(HISTORY.read_text(encoding="utf-8"))["pull_requests"])[::-1]
+                    for pr in safe_yaml.safe_load(HISTORY.read_text(encoding="utf-8"))["pull_requests"])[::-1]
     marks = [(merged[0][0] + 12, "the storefront as it was")] + [(hours - 0.5, f"ships PR #{number}") for hours, number in merged]
     rows = [{"timestamp": epoch_ms(EXPORTED_AT - timedelta(hours=hours)), "entity.name": APP_NAME, "version": f"v1.{i}.0",
              "deploymentId": f"storefront-deploy-{i + 1}", "user": "deploy-bot", "description": what}
