@@ -9,6 +9,7 @@ verdict, and the report says so.
 from __future__ import annotations
 
 from prefect import flow, get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.investigate import InvestigationInterrupted
@@ -16,14 +17,16 @@ from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, Trace
 from nightwatch.research import ResearchContext
 from tasks._prefect import from_cache, raised
 from tasks.context import RunContext, settings_for
-from tasks.investigate_tasks import ensure_limit, investigate_error_task
+from tasks.investigate_tasks import at_once, ensure_limit, investigate_error_task
 from tasks.night_inputs import load, stash
 
 
 def investigate_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext],
                      verdicts: list[TriageVerdict]) -> list[ErrorAnalysisResult | None]:
-    """Step 4b: the investigate subflow over these errors (inputs go by reference: see tasks/night_inputs.py)."""
-    return investigate_subflow(ctx, stash(ctx, "investigate", errors, traces, research), verdicts)
+    """Step 4b: the investigate subflow over these errors (inputs go by reference: see tasks/night_inputs.py), as
+    many at once as the investigations' concurrency limit has slots (tasks.investigate_tasks.at_once)."""
+    runner = ThreadPoolTaskRunner(max_workers=at_once(ensure_limit(settings_for(ctx)), len(errors)))
+    return investigate_subflow.with_options(task_runner=runner)(ctx, stash(ctx, "investigate", errors, traces, research), verdicts)
 
 
 @flow(name="investigate", log_prints=True)
@@ -31,9 +34,8 @@ def investigate_subflow(ctx: RunContext, inputs: str, verdicts: list[TriageVerdi
     night = load(inputs)
     errors, traces, research = night.errors, night.traces, night.research
     settings = settings_for(ctx)
-    limit = ensure_limit(settings)
     get_run_logger().info("%d investigations under the concurrency limit %r (shared prefix cached %s)",
-                          len(errors), limit, settings.shared_cache_ttl)
+                          len(errors), settings.investigation_concurrency_limit, settings.shared_cache_ttl)
     futures = [investigate_error_task.submit(ctx, *args) for args in zip(errors, traces, research, verdicts)]
     return [_outcome(ctx, future, error, verdict) for future, error, verdict in zip(futures, errors, verdicts)]
 

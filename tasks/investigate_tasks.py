@@ -15,14 +15,15 @@
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Iterator
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.responses import GlobalConcurrencyLimitResponse
 from prefect.concurrency.sync import concurrency
-from prefect.exceptions import ObjectNotFound
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.runtime import task_run
 
 from knowledge_store.metrics import MetricsStore, usage_of_row
@@ -70,26 +71,34 @@ def ledger_spent(ctx: RunContext, model: str) -> float:
     return sum(weighted_tokens(usage_of_row(row), row["model"] or model, batch=row["mode"] == "batch") for row in rows)
 
 
-def ensure_limit(settings: Settings) -> str:
-    """Create the investigations' global concurrency limit if it does not exist; its name.
+def ensure_limit(settings: Settings) -> GlobalConcurrencyLimitResponse:
+    """The investigations' global concurrency limit as the server has it, created (with analysis_concurrency slots)
+    if it does not exist.
 
     An existing limit is left as it is: operators tune it in the Prefect UI, across deployments.
     """
     name = settings.investigation_concurrency_limit
     with get_client(sync_client=True) as client:
         try:
-            client.read_global_concurrency_limit_by_name(name)
+            return client.read_global_concurrency_limit_by_name(name)
         except ObjectNotFound:
-            try:
+            with suppress(ObjectAlreadyExists):  # created meanwhile by a concurrent night: fine, it exists now
                 client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=settings.analysis_concurrency))
-            except Exception:  # created meanwhile by a concurrent task: fine if it exists now
-                client.read_global_concurrency_limit_by_name(name)
-    return name
+            return client.read_global_concurrency_limit_by_name(name)
+
+
+def at_once(limit: GlobalConcurrencyLimitResponse, investigations: int) -> int:
+    """How many of a night's investigations to start together: as many as the limit has slots (all of them when
+    the limit is inactive), never none. The rest wait in the night's own queue and start the moment one ends;
+    started all at once, they would ask the server for a slot and, refused, sleep the Retry-After it computes
+    from the slots' average occupancy (two seconds for a new limit, up to 30), however soon a slot frees."""
+    slots = limit.limit if limit.active else investigations
+    return max(1, min(slots, investigations))
 
 
 @contextmanager
 def investigation_slot(settings: Settings) -> Iterator[None]:
-    with concurrency(ensure_limit(settings), occupy=1, strict=True, timeout_seconds=SLOT_TIMEOUT_S):
+    with concurrency(ensure_limit(settings).name, occupy=1, strict=True, timeout_seconds=SLOT_TIMEOUT_S):
         yield
 
 

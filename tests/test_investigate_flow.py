@@ -20,7 +20,7 @@ from nightwatch.models import ErrorGroup, StackFrame, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
 from tasks.context import NightRequest, new_context, open_night
-from tasks.investigate_tasks import _retryable, investigate_error_task
+from tasks.investigate_tasks import _retryable, at_once, investigate_error_task
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.http import Reply, Request
 
@@ -86,6 +86,22 @@ def test_the_concurrency_limit_is_created_and_holds(nightwatch_home):
     assert fake.peak <= 2
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name("test-limit").limit == 2
+
+
+def test_as_many_investigations_start_together_as_the_limit_has_slots():
+    from uuid import uuid4
+
+    from prefect.client.schemas.responses import GlobalConcurrencyLimitResponse
+
+    def limit(slots: int, active: bool = True) -> GlobalConcurrencyLimitResponse:
+        return GlobalConcurrencyLimitResponse(id=uuid4(), name="l", limit=slots, active=active, active_slots=0,
+                                              slot_decay_per_second=0.0, created=UNTIL, updated=UNTIL)
+
+    assert at_once(limit(4), 20) == 4  # the rest wait in the night's queue, not in the server's Retry-After
+    assert at_once(limit(10), 20) == 10  # an operator who raised the limit in the UI gets more at once
+    assert at_once(limit(4), 2) == 2
+    assert at_once(limit(4, active=False), 20) == 20  # an inactive limit bounds nothing
+    assert at_once(limit(0), 20) == 1  # a paused limit: one waits for a slot, as before
 
 
 def test_a_retried_task_resumes_from_its_checkpoint(nightwatch_home):
