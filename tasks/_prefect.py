@@ -37,7 +37,7 @@ class StepTask(Task):
     """A task whose arguments Prefect takes as they are, without walking into them.
 
     Before a task runs, Prefect visits every argument recursively, field by field of every model (once to resolve
-    futures nested in it, once to list the run's inputs): for a night's errors, traces and research that was a quarter
+    futures nested in it, once to list the run's inputs): for a night's errors, traces and research that was a fifth
     of the flow process's CPU. The steps are handed values (never futures or states inside a collection), so each
     argument is passed `opaque`: Prefect resolves and links the argument itself (a value another task returned still
     shows as that task's output on the run graph) and does not walk its contents. The function, the cache key and the
