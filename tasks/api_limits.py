@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, GlobalConcurrencyLimitUpdate
+from prefect.client.schemas.responses import GlobalConcurrencyLimitResponse
 from prefect.concurrency.sync import concurrency
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 
@@ -47,15 +48,21 @@ def release_orphaned_slots(names: list[str]) -> list[str]:
     return freed
 
 
-def ensure_api_limit(size: int, name: str = API_LIMIT) -> int:
-    """Create the limit if missing; return how many slots it has (an inactive limit bounds nothing: `size`)."""
+def limit_named(name: str, size: int) -> GlobalConcurrencyLimitResponse:
+    """The global concurrency limit `name` as the server has it, created with `size` slots if missing. An existing
+    limit is left as it is: operators tune it in the Prefect UI, across deployments."""
     with get_client(sync_client=True) as client:
         try:
-            found = client.read_global_concurrency_limit_by_name(name)
+            return client.read_global_concurrency_limit_by_name(name)
         except ObjectNotFound:
-            with contextlib.suppress(ObjectAlreadyExists):
+            with contextlib.suppress(ObjectAlreadyExists):  # created meanwhile by a concurrent night: it exists now
                 client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=size))
-            return size
+            return client.read_global_concurrency_limit_by_name(name)
+
+
+def ensure_api_limit(size: int, name: str = API_LIMIT) -> int:
+    """Create the limit if missing; return how many slots it has (an inactive limit bounds nothing: `size`)."""
+    found = limit_named(name, size)
     if found.active and found.limit < 1:
         raise ApiPaused(f"the Prefect concurrency limit {name!r} has 0 slots: model calls are paused until it is raised")
     return found.limit if found.active else size

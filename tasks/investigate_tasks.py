@@ -15,15 +15,12 @@
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Iterator
 
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.responses import GlobalConcurrencyLimitResponse
 from prefect.concurrency.sync import concurrency
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.runtime import task_run
 
 from knowledge_store.metrics import MetricsStore, usage_of_row
@@ -42,6 +39,7 @@ from nightwatch.settings import Settings
 from nightwatch.tokens import AnthropicCounter, TokenCounter
 from nightwatch.verify.step import tester_for
 from tasks._prefect import key, nightwatch_task, raised
+from tasks.api_limits import limit_named
 from tasks.context import RunContext, home, model_id, night_of, runtime, settings_for
 
 RETRIES = 1
@@ -72,19 +70,9 @@ def ledger_spent(ctx: RunContext, model: str) -> float:
 
 
 def ensure_limit(settings: Settings) -> GlobalConcurrencyLimitResponse:
-    """The investigations' global concurrency limit as the server has it, created (with analysis_concurrency slots)
-    if it does not exist.
-
-    An existing limit is left as it is: operators tune it in the Prefect UI, across deployments.
-    """
-    name = settings.investigation_concurrency_limit
-    with get_client(sync_client=True) as client:
-        try:
-            return client.read_global_concurrency_limit_by_name(name)
-        except ObjectNotFound:
-            with suppress(ObjectAlreadyExists):  # created meanwhile by a concurrent night: fine, it exists now
-                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=settings.analysis_concurrency))
-            return client.read_global_concurrency_limit_by_name(name)
+    """The investigations' global concurrency limit as the server has it, created with analysis_concurrency slots if
+    it does not exist (tasks.api_limits.limit_named)."""
+    return limit_named(settings.investigation_concurrency_limit, settings.analysis_concurrency)
 
 
 def at_once(limit: GlobalConcurrencyLimitResponse, investigations: int) -> int:

@@ -104,6 +104,23 @@ def test_as_many_investigations_start_together_as_the_limit_has_slots():
     assert at_once(limit(0), 20) == 1  # a paused limit: one waits for a slot, as before
 
 
+def test_a_limit_is_created_once_then_read_as_operators_set_it():
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+
+    from tasks.api_limits import ApiPaused, ensure_api_limit
+
+    name = "api-limit-as-set"
+    assert ensure_api_limit(3, name) == 3  # created with the configured size
+    with get_client(sync_client=True) as client:
+        client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(limit=5))
+        assert ensure_api_limit(3, name) == 5  # an existing limit is left as it is, and read
+        client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active=False))
+        assert ensure_api_limit(3, name) == 3  # an inactive limit bounds nothing
+        client.update_global_concurrency_limit(name, GlobalConcurrencyLimitUpdate(active=True, limit=0))
+    with pytest.raises(ApiPaused, match="'api-limit-as-set' has 0 slots"):
+        ensure_api_limit(3, name)
+
+
 def test_a_retried_task_resumes_from_its_checkpoint(nightwatch_home):
     errors, traces, research, verdicts = _inputs(1)
     with CountingFake() as clean, _night(clean, "baseline") as ctx:
