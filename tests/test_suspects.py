@@ -135,6 +135,20 @@ def test_renames_whitespace_and_missing_files_give_fewer_suspects_never_a_failur
     assert any("app/gone.py" in n for n in notes)
 
 
+def test_a_commit_that_only_reformatted_the_lines_is_looked_through_and_said(repo: Path) -> None:
+    write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)  # the order, or None",
+                                 '    return render(', '        order.total_cents,', '    )', ""])
+    write(repo, "app/models.py", ["def load(pk):", "    row = find(pk) or None", "    return row", "", ""])
+    commit(repo, "Format with black", FIRST_SEEN - timedelta(hours=20), author="Bot")
+    suspects, notes = suspect_commits(LocalRepoHost(repo), FRAMES, FIRST_SEEN)
+    assert [s.subject for s in suspects] == ["Show totals in cents", "Let load return None for a missing order"]
+    assert suspects[0].author == "Priya" and any("only reformatted" in n for n in notes)
+    write(repo, "app/views.py", ["def show(request, pk):", "    order = load(pk)", "    return render(order.total)", ""])
+    commit(repo, "Back to totals", FIRST_SEEN - timedelta(hours=10), author="Sam")  # a change: blamed as one
+    suspects, _ = suspect_commits(LocalRepoHost(repo), FRAMES, FIRST_SEEN)
+    assert suspects[0].subject == "Back to totals"
+
+
 def test_a_shallow_clone_says_its_history_stops(repo: Path, tmp_path: Path) -> None:
     shallow = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True, capture_output=True)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
 
 from nightwatch.codehosts.base import CodeHostError
+from nightwatch.codehosts.formatting import formatting_only
 from nightwatch.models import Model
 
 _HEADER = re.compile(r"^(?P<sha>[0-9a-f]{40}) (?P<orig>\d+) (?P<final>\d+)(?: (?P<count>\d+))?$")
@@ -97,24 +99,61 @@ def _number(digits: str) -> int | None:
 
 
 def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float) -> Blame:
-    """Who last changed each of `lines` of `path` at HEAD (whitespace-only changes and moves within the file looked
-    through, and the commits a `.git-blame-ignore-revs` names)."""
+    """Who last changed each of `lines` of `path` at HEAD, looking through what changed no code: whitespace-only
+    edits and moves within the file (`-w -M`), the commits a `.git-blame-ignore-revs` names, and commits that only
+    reformatted the file (nightwatch.codehosts.formatting: found among the commits blamed, then blamed past with
+    `--ignore-rev`, a few rounds deep: black after an older autopep8)."""
     wanted = sorted({n for n in lines if n > 0})
     if not wanted:
         return Blame()
     ranges = [arg for n in wanted for arg in ("-L", f"{n},{n}")]
     ignore = ["--ignore-revs-file", IGNORE_REVS] if (root / IGNORE_REVS).is_file() else []
-    try:
-        text = run_git(root, "blame", "--porcelain", "-w", "-M", *ignore, *ranges, "HEAD", "--", path, timeout=timeout)
-    except CodeHostError as exc:
-        return Blame(notes=[f"no blame for {path}: {str(exc)[:200]}"])
-    blamed = parse_porcelain(text)
+    past: list[str] = []  # the commits the next blame looks past
+    looked_through: list[str] = []  # the ones the blame that stands looked past
+    blamed: list[BlamedLine] = []
+    for _ in range(FORMATTING_ROUNDS):
+        revs = [arg for sha in past for arg in ("--ignore-rev", sha)]
+        try:
+            text = run_git(root, "blame", "--porcelain", "-w", "-M", *ignore, *revs, *ranges, "HEAD", "--", path,
+                           timeout=timeout)
+        except CodeHostError as exc:
+            if blamed:  # the blame before this round stands
+                break
+            return Blame(notes=[f"no blame for {path}: {str(exc)[:200]}"])
+        blamed, looked_through = parse_porcelain(text), list(past)
+        named = dict.fromkeys((b.sha, b.path or path) for b in blamed if not b.boundary and b.sha not in past)
+        formatting = [sha for sha, name in list(named)[:FORMATTING_CHECKS] if reformatted(root, run_git, sha, name, timeout)]
+        if not formatting:
+            break
+        past += formatting
     notes = []
+    if looked_through:
+        notes.append(f"{path}: looked through {len(looked_through)} commit(s) that only reformatted it "
+                     f"({', '.join(sha[:12] for sha in looked_through)})")
     shallow = [b for b in blamed if b.boundary]
     if shallow and (root / ".git" / "shallow").exists():
         notes.append(f"{path}: {len(shallow)} line(s) older than this shallow clone's history")
         blamed = [b for b in blamed if not b.boundary]
     return Blame(lines=blamed, notes=notes)
+
+
+FORMATTING_ROUNDS = 4  # blames of one file: the first, then one past each round of formatting commits found
+FORMATTING_CHECKS = 12  # commits checked for formatting per round (each reads the file twice)
+FORMATTING_MAX_BYTES = 1_000_000
+
+
+@lru_cache(maxsize=4096)
+def reformatted(root: Path, run_git, sha: str, path: str, timeout: float) -> bool:
+    """Whether commit `sha` only reformatted `path`, against its first parent (a file it added or renamed, or the first
+    commit, is never formatting)."""
+    try:
+        before = run_git(root, "show", f"{sha}^:{path}", timeout=timeout)
+        after = run_git(root, "show", f"{sha}:{path}", timeout=timeout)
+    except CodeHostError:
+        return False
+    if max(len(before), len(after)) > FORMATTING_MAX_BYTES:
+        return False
+    return formatting_only(before, after, path)
 
 
 def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -> Landing:
