@@ -88,6 +88,8 @@ def test_what_black_isort_and_rubocop_do_is_formatting() -> None:
     ("x = -(a + b)\n", "x = -a + b\n", "m.py"),  # precedence
     ("ok = not (a or b)\n", "ok = not a or b\n", "m.py"),
     ("x = y[0]\n", "x = y[1]\n", "m.py"),
+    ("v = d[k,]\n", "v = d[k]\n", "m.py"),  # a subscript by a one-element tuple
+    ("# -*- coding: latin-1 -*-\nx = 1\n", "# -*- coding: utf-8 -*-\nx = 1\n", "m.py"),  # how the bytes read
     ("s = 'a\\n'\n", 's = "a\\\\n"\n', "m.py"),  # an escape is content
     ("import b\nimport a\n", "import a\nimport b\n", "m.py"),  # import order is execution order
     ("def f(:\n", "def f( :\n", "m.py"),  # not Python: no verdict
@@ -96,6 +98,9 @@ def test_what_black_isort_and_rubocop_do_is_formatting() -> None:
     ("v = /\\A[^@]+\\z/\n", "v = /\\A[^@ ]+\\z/\n", "m.rb"),
     ("v = /\\A#{U}\\Z/\n", "v = /\\A#{U}\\z/\n", "m.rb"),
     ("s = '#{x}'\n", 's = "#{x}"\n', "m.rb"),  # single quotes do not interpolate
+    ("s = '#@x'\n", 's = "#@x"\n', "m.rb"),
+    ("s = +''\n", "# frozen_string_literal: true\ns = +''\n", "m.rb"),  # a magic comment is code
+    ("ok = a.start_with? /x y/\n", "ok = a.start_with? /xy/\n", "m.rb"),  # a slash Ruby reads as a regexp
     ("rescue NoIpsError\n", "rescue NoIPsError\n", "m.rb"),
     ("q = <<~SQL\n  a  b\nSQL\n", "q = <<~SQL\n  a b\nSQL\n", "m.rb"),  # a heredoc: not read, so never formatting
     ("@x ||= (a and b)\n", "@x ||= a and b\n", "m.rb"),  # `and` binds looser than `||=`

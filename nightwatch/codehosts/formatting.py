@@ -24,6 +24,8 @@ _RUBY_NAMES = {"Rakefile", "Gemfile", "Guardfile", "Capfile"}
 _OPENERS, _CLOSERS = "([{", ")]}"
 _PYTHON_KEYWORDS = frozenset(keyword.kwlist) | {"print", "exec"}  # `return (x,)` is a tuple, `f(x,)` a call
 _STATEMENT_END = "<end>"
+_CODING = re.compile(r"coding[:=]\s*[-\w.]+")
+_RUBY_MAGIC = re.compile(r"^#\s*(?:-\*-.*)?(?:frozen_string_literal|encoding|coding|warn_indent|shareable_constant_value)\s*:", re.I)
 
 
 def formatting_only(before: str, after: str, path: str) -> bool:
@@ -51,6 +53,9 @@ def _python_tokens(text: str) -> list[str] | None:
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             kind, value = token.type, token.string
+            if kind == tokenize.COMMENT and token.start[0] <= 2 and _CODING.search(value):
+                out.append(value)  # the source's encoding (PEP 263): how its bytes read
+                continue
             if kind in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER):
                 continue
             if kind == tokenize.NEWLINE:
@@ -116,8 +121,8 @@ def _without_grouping_parens(tokens: list[str]) -> list[str]:
 
 
 def _without_idle_commas(tokens: list[str], python: bool) -> list[str]:
-    """Trailing commas dropped where they change nothing: before any closing bracket, except in Python the comma of a
-    one-element tuple `(x,)` (a parenthesis that is no call and holds no other comma)."""
+    """Trailing commas dropped where they change nothing: before any closing bracket, except in Python the comma that
+    makes a one-element tuple: `(x,)` (a parenthesis that is no call) and `d[k,]` (a subscript), with no other comma."""
     out: list[str] = []
     groups: list[list] = []  # per open bracket: the bracket, whether it is a call or subscript, commas at its level
     for i, token in enumerate(tokens):
@@ -132,7 +137,8 @@ def _without_idle_commas(tokens: list[str], python: bool) -> list[str]:
         elif token == "," and groups:
             groups[-1][2] += 1
             opener, call, commas = groups[-1]
-            if nxt in _CLOSERS and not (python and opener == "(" and not call and commas == 1):
+            lone = python and commas == 1 and ((opener == "(" and not call) or (opener == "[" and call))
+            if nxt in _CLOSERS and not lone:  # `(x,)` is a tuple and `d[k,]` indexes with one: not idle
                 continue
         out.append(token)
     return out
@@ -178,7 +184,8 @@ def _ruby_next(text: str, position: int, previous: str) -> tuple[list[str], int,
     """The tokens at `position` (none for layout), where they end and what the next one follows; None where this
     cannot tell (`a %w[b]` against `a % [b]`, quotes inside an interpolation)."""
     char = text[position]
-    if char == "/" and previous in _REGEX_AFTER and (regex := _REGEX.match(text, position)):
+    ambiguous = text[position - 1:position] in (" ", "\t") and text[position + 1:position + 2] not in (" ", "\t", "=")
+    if char == "/" and (previous in _REGEX_AFTER or ambiguous) and (regex := _REGEX.match(text, position)):
         return [regex.group()], regex.end(), "/regex/"
     if char == "%" and (percent := _PERCENT.match(text, position)):
         literal = _percent_literal(text, percent) if previous in _REGEX_AFTER else None
@@ -187,6 +194,8 @@ def _ruby_next(text: str, position: int, previous: str) -> tuple[list[str], int,
     if match is None:
         return None
     group, token = match.lastgroup, match.group()
+    if group == "comment" and _RUBY_MAGIC.match(token):  # `# frozen_string_literal: true` freezes every literal
+        return [token.lower().replace(" ", "")], match.end(), previous
     if group in ("space", "comment"):
         return [], match.end(), previous
     if group == "newline":
@@ -226,6 +235,7 @@ def _percent_literal(text: str, percent: re.Match[str]) -> tuple[str, int] | Non
 
 
 def _ruby_string(literal: str) -> str:
-    """Single quotes neither interpolate nor unescape: `'a'` and `"a"` are one string only without `\\` or `#{`."""
+    """Single quotes neither interpolate nor unescape: `'a'` and `"a"` are one string only without `\\`, `#{`, `#@`
+    or `#$`."""
     inner = literal[1:-1]
-    return f'"{inner}"' if "\\" not in inner and "#{" not in inner else literal
+    return f'"{inner}"' if "\\" not in inner and not re.search(r"#[{@$]", inner) else literal
