@@ -1,4 +1,4 @@
-"""Blame looks through commits that only reformatted a file (black, isort, rubocop -a...), as it looks through
+"""Blame looks through commits that only reformatted a Python file (black, autopep8...), as it looks through
 whitespace-only edits: checked on what formatters wrote in real history, and on what only looks like formatting."""
 
 from __future__ import annotations
@@ -49,65 +49,43 @@ def load(user_id, name="x"):
     return user
 '''
 
-RUBY_BEFORE = """\
-class StoriesController < ApplicationController
-  before_action :require_logged_in_user, :only => [ :destroy, :create, :edit,
-    :fetch_url_attributes, :new ]
-  SKIP = %w{ a.com  b.com
-    c.com }
-
-  def show
-    render :action => 'index', :layout => false
-  end
-end
-"""
-RUBY_AFTER = """\
-# Stories: submission and display.
-class StoriesController < ApplicationController
-  before_action :require_logged_in_user, only: [:destroy, :create, :edit, :fetch_url_attributes, :new,]
-  SKIP = %w{a.com b.com c.com}
-
-  def show
-    render action: "index", layout: false
-  end
-end
-"""
 
 
-def test_what_black_isort_and_rubocop_do_is_formatting() -> None:
+def test_what_black_and_autopep8_do_is_formatting() -> None:
     assert formatting_only(PYTHON_BEFORE, PYTHON_AFTER, "app/views.py")
-    assert formatting_only(RUBY_BEFORE, RUBY_AFTER, "app/controllers/stories_controller.rb")
     assert formatting_only("x = 1\n", "# why x is one\nx = 1  # see #12\n\n", "app/a.py")  # comments only
 
 
+@pytest.mark.parametrize(("before", "after"), [
+    ("if a:\n    b()\n    c()\n", "if a:\n    b()\nc()\n"),  # a statement left its block
+    ("x = (y,)\n", "x = (y)\n"),  # a one-element tuple became its element
+    ("def f():\n    return ()\n", "def f():\n    return\n"),  # an empty tuple became None
+    ("x = -(a + b)\n", "x = -a + b\n"),  # precedence
+    ("ok = not (a or b)\n", "ok = not a or b\n"),
+    ("v = d[k,]\n", "v = d[k]\n"),  # a subscript by a one-element tuple
+    ("print({(1,): 't', 1: 'i'}[1,])\n", "print({(1,): 't', 1: 'i'}[1])\n"),
+    ("match v:\n    case (x,):\n        pass\n", "match v:\n    case (x):\n        pass\n"),  # a sequence pattern
+    ("s = '\"\"x\"\"'\n", 's = """x"""\n'),  # the quotes were part of the value
+    ("s = 'a\\n'\n", 's = "a\\\\n"\n'),  # an escape is content
+    ("import b\nimport a\n", "import a\nimport b\n"),  # import order is execution order
+    ("x = (y := 3)\n", "x = y := 3\n"),  # the file no longer parses
+    ("print(1)  # a\n", "print(1)  # a\x00\n"),  # a NUL byte: it no longer compiles
+    ("if 1:\n        x = 1\n        y = 2\n", "if 1:\n\tx = 1\n        y = 2\n"),  # tabs and spaces: TabError
+    ("#!/usr/bin/env python3\nx = 1\n", "#!/usr/bin/env python2\nx = 1\n"),  # another interpreter
+    ("# -*- coding: latin-1 -*-\nx = 1\n", "# -*- coding: utf-8 -*-\nx = 1\n"),  # how the bytes read
+    ("def f(:\n", "def f( :\n"),  # not Python: no verdict
+    ("x = 1\n", "x = 1\n"),  # no change at all
+])
+def test_a_change_that_only_looks_like_formatting_is_a_change(before: str, after: str) -> None:
+    assert not formatting_only(before, after, "m.py")
+
+
 @pytest.mark.parametrize(("before", "after", "path"), [
-    # Python: layout that is meaning, and what only looks like layout
-    ("if a:\n    b()\n    c()\n", "if a:\n    b()\nc()\n", "m.py"),  # a statement left its block
-    ("x = (y,)\n", "x = (y)\n", "m.py"),  # a one-element tuple became its element
-    ("return (y,)\n", "return (y)\n", "m.py"),
-    ("x = -(a + b)\n", "x = -a + b\n", "m.py"),  # precedence
-    ("ok = not (a or b)\n", "ok = not a or b\n", "m.py"),
-    ("x = y[0]\n", "x = y[1]\n", "m.py"),
-    ("v = d[k,]\n", "v = d[k]\n", "m.py"),  # a subscript by a one-element tuple
-    ("# -*- coding: latin-1 -*-\nx = 1\n", "# -*- coding: utf-8 -*-\nx = 1\n", "m.py"),  # how the bytes read
-    ("s = 'a\\n'\n", 's = "a\\\\n"\n', "m.py"),  # an escape is content
-    ("import b\nimport a\n", "import a\nimport b\n", "m.py"),  # import order is execution order
-    ("def f(:\n", "def f( :\n", "m.py"),  # not Python: no verdict
-    ("x = 1\n", "x = 1\n", "m.py"),  # no change at all
-    # Ruby: literals whose spaces and quotes are content
-    ("v = /\\A[^@]+\\z/\n", "v = /\\A[^@ ]+\\z/\n", "m.rb"),
-    ("v = /\\A#{U}\\Z/\n", "v = /\\A#{U}\\z/\n", "m.rb"),
-    ("s = '#{x}'\n", 's = "#{x}"\n', "m.rb"),  # single quotes do not interpolate
-    ("s = '#@x'\n", 's = "#@x"\n', "m.rb"),
-    ("s = +''\n", "# frozen_string_literal: true\ns = +''\n", "m.rb"),  # a magic comment is code
-    ("ok = a.start_with? /x y/\n", "ok = a.start_with? /xy/\n", "m.rb"),  # a slash Ruby reads as a regexp
-    ("rescue NoIpsError\n", "rescue NoIPsError\n", "m.rb"),
-    ("q = <<~SQL\n  a  b\nSQL\n", "q = <<~SQL\n  a b\nSQL\n", "m.rb"),  # a heredoc: not read, so never formatting
-    ("@x ||= (a and b)\n", "@x ||= a and b\n", "m.rb"),  # `and` binds looser than `||=`
-    # a language this does not read
+    ("x = 1\n-1\np x\n", "x = 1 -1\np x\n", "m.rb"),  # Ruby: a line break ends a statement
+    ("  :only => [ :a,\n    :b ]\n", "  only: [:a, :b]\n", "m.rb"),  # even where it would be layout
     ("let a = 1;\n", "let a = 1 ;\n", "m.js"),
 ])
-def test_a_change_that_only_looks_like_formatting_is_a_change(before: str, after: str, path: str) -> None:
+def test_other_languages_are_never_formatting(before: str, after: str, path: str) -> None:
     assert not formatting_only(before, after, path)
 
 
