@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from pathlib import PurePosixPath
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
+_QUIET = threading.Lock()  # warnings.catch_warnings changes process-wide state: one parse at a time
 
 
 def formatting_only(before: str, after: str, path: str) -> bool:
@@ -34,8 +36,8 @@ def _python_tree(text: str) -> str | None:
     """The file's syntax tree without positions; None where it does not parse (a commit that breaks or mends the
     file changed it)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences and the like: the tree is what counts
+        with _QUIET, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a parsed file's SyntaxWarnings are not the night's: the tree is what counts
             return ast.dump(ast.parse(text, type_comments=False))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
