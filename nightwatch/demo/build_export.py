@@ -115,7 +115,6 @@ def deploys() -> dict:
     """Change tracking's deploy markers (the deploy markers query's answer, newest first): the storefront deploys half
     an hour after each pull request of history.yml merges, and once before the first. They name no commit: the demo
     repository's commits are made when a night first runs, so each marker is paired with a merge by its time."""
-
     merged = sorted((float(pr["merged_hours_ago"]), int(pr["number"]))
                     for pr in safe_yaml.safe_load(HISTORY.read_text(encoding="utf-8"))["pull_requests"])[::-1]
     marks = [(merged[0][0] + 12, "the storefront as it was")] + [(hours - 0.5, f"ships PR #{number}") for hours, number in merged]
