@@ -230,14 +230,15 @@ def _analysis_meta(result: ErrorAnalysisResult, file_hashes: dict[str, str] | No
 
 
 def _introduced_by(result: ErrorAnalysisResult) -> str | None:
-    """The best suspect commit, in a line: "<sha> (PR #n, by author, landed <when>; likely, first seen N h after)"."""
+    """The best suspect commit, in a line: "<sha> (PR #n, by author, landed <when>; likely, first seen 40 h after)" (an
+    older one: "... 3.5 years after")."""
     if not result.suspect_commits:
         return None
     s = result.suspect_commits[0]
     parts = [f"PR #{s.pr_number}" if s.pr_number else "", f"by {clean(s.author, 80)[0]}" if s.author else "",
              f"landed {s.landed_at:%Y-%m-%d %H:%M} UTC" if s.landed_at else ""]
     since = f" deploy {clean(s.deploy, 80)[0]}" if s.deploy else ""
-    after = f", first seen {s.hours_before_first_seen:.0f} h after{since}" if s.hours_before_first_seen is not None else ""
+    after = f", first seen {s.first_seen_after} after{since}" if s.first_seen_after else ""
     return f"{s.sha[:12]} ({', '.join(p for p in parts if p)}; {s.confidence}{after})"
 
 

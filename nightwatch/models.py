@@ -303,6 +303,20 @@ class SuspectCommit(Model):
     confidence: Literal["likely", "possible"] = "possible"
     why: str = ""
 
+    @property
+    def first_seen_after(self) -> str:
+        """How long after it shipped the error was first seen, as a person reads it: "50 h", "300 days", "3.5 years";
+        "" when that is not known."""
+        return elapsed(self.hours_before_first_seen) if self.hours_before_first_seen is not None else ""
+
+
+def elapsed(hours: float) -> str:
+    """Hours within three days (how near "likely" is), days within two years, years beyond."""
+    if hours < 72:
+        return f"{hours:.0f} h"
+    days = hours / 24
+    return f"{days:,.0f} days" if days < 730 else f"{days / 365.25:.1f} years"
+
 
 VerificationStatus = Literal["verified", "reproduced, not fixed", "not reproduced", "not run"]
 

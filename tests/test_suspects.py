@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from knowledge_store.documents import _introduced_by
 from nightwatch.codehosts.blame import parse_porcelain
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fix import changed_lines, lines_it_changes
 from nightwatch.models import Analysis, Deploy, ErrorAnalysisResult, ErrorGroup, FileChange, RunReport, SuspectCommit, Window
-from nightwatch.render.blocks import report_blocks
+from nightwatch.render.blocks import _suspect, report_blocks
 from nightwatch.render.issue import issue_body, suspect_line
 from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 
@@ -345,3 +346,15 @@ def test_the_issue_slack_and_knowledge_say_after_which_deploy_it_was_first_seen(
     assert "first seen 6 h after deploy `v1.9.0 '<!channel>'`" in line
     landed = suspect_line(s.model_copy(update={"deploy": "", "deployed_at": None}))
     assert "first seen 6 h after it landed" in landed
+
+
+@pytest.mark.parametrize(("hours", "said"), [(6.0, "6 h"), (71.4, "71 h"), (72.0, "3 days"), (300 * 24, "300 days"),
+                                             (729 * 24, "729 days"), (30294.0, "3.5 years")])
+def test_how_long_before_it_was_first_seen_reads_in_hours_days_or_years(hours: float, said: str) -> None:
+    s = SuspectCommit(sha="b" * 40, author="Kevin", hours_before_first_seen=hours, landed_at=FIRST_SEEN)
+    result = ErrorAnalysisResult(run_id="r", error=ErrorGroup(error_class="KeyError", transaction="t", message="m"),
+                                 suspect_commits=[s])
+    assert s.first_seen_after == said
+    assert f"first seen {said} after it landed" in suspect_line(s)
+    assert f"first seen {said} after" in _introduced_by(result) and f"first seen {said} after" in _suspect(result)
+    assert SuspectCommit(sha="c" * 40).first_seen_after == "" and "first seen" not in suspect_line(SuspectCommit(sha="c" * 40))

@@ -193,7 +193,7 @@ def _suspect(r: ErrorAnalysisResult) -> str:
     s = r.suspect_commits[0]
     pr = f", PR #{s.pr_number}" if s.pr_number else ""
     since = f" deploy {code(s.deploy, 40)}" if s.deploy else ""
-    after = f", first seen {s.hours_before_first_seen:.0f} h after{since}" if s.hours_before_first_seen is not None else ""
+    after = f", first seen {s.first_seen_after} after{since}" if s.first_seen_after else ""
     return f"\n{s.confidence}: introduced by {code(s.sha[:12], 12)} ({prod(s.author, 60) or 'unknown'}{pr}){after}"
 
 

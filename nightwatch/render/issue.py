@@ -219,12 +219,12 @@ def _next_steps_section(result: ErrorAnalysisResult) -> str:
 
 
 def suspect_line(s: SuspectCommit) -> str:
-    """"introduced by <sha> (PR #n, author, merged at), first seen N h after deploy X" (or after it landed, where no
-    deploy marker shipped it): commit and deploy text is untrusted and inert."""
+    """"introduced by <sha> (PR #n, author, merged at), first seen 40 h (300 days, 3.5 years) after deploy X" (or after
+    it landed, where no deploy marker shipped it): commit and deploy text is untrusted and inert."""
     pr = f"PR #{s.pr_number}, " if s.pr_number else ""
     when = f", landed {s.landed_at:%Y-%m-%d %H:%M} UTC" if s.landed_at else ""
     since = f"deploy {code(s.deploy[:80])}" if s.deploy else "it landed"
-    after = f"; first seen {s.hours_before_first_seen:.0f} h after {since}" if s.hours_before_first_seen is not None else ""
+    after = f"; first seen {s.first_seen_after} after {since}" if s.first_seen_after else ""
     return (f"{s.confidence}: introduced by {code(s.sha[:12])} ({pr}by {prose(s.author, 80) or 'unknown'}{when}){after}; "
             f"{prose(s.why, 200)}")
 
