@@ -3,15 +3,20 @@ whitespace-only edits: checked on what formatters wrote in real history, and on 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.blame import reformatted
-from nightwatch.codehosts.formatting import formatting_only
+from nightwatch.codehosts.formatting import formatting_only, lines_before
+from nightwatch.codehosts.github_blame import blame_via_graphql
 from nightwatch.codehosts.local import LocalRepoHost, run_git
 from nightwatch.evaluation import load_case, prepare_repository
+from tests.fakes.github import FakeGitHub
+from tests.test_github_blame import github_host
 
 EVALS = Path(__file__).resolve().parents[1] / "evals"
 
@@ -124,3 +129,82 @@ def test_every_file_the_real_black_commit_touched_is_formatting_and_a_real_fix_i
     assert files and all(reformatted(ctfd, run_git, black, f, 30.0) for f in files)
     fix = _commit(ctfd, "0fa480bc14e52343964178facb52463c392dcd0b")  # "Some 2.1.0a1 bugfixes (#959)"
     assert not reformatted(ctfd, run_git, fix, "CTFd/schemas/users.py", 30.0)
+
+
+def test_each_line_a_formatter_wrote_maps_to_the_line_it_came_from() -> None:
+    before = "import os\n\ndef f(a,\n      b):\n    x = call(a,\n             b)  # why\n    return x\n"
+    after = "import os\n\n\ndef f(a, b):\n    # why\n    x = call(a, b)\n    return x\n"
+    assert formatting_only(before, after, "m.py")
+    back = lines_before(before, after)
+    assert back[1] == 1 and back[4] == 3 and back[6] == 5 and back[7] == 7  # a joined call: its first line
+    assert back[2] == back[3] == 1  # blank lines, as comments, take the nearest code line above
+    assert lines_before("def f(:\n", after) == {}
+
+
+def _github_named(fake: FakeGitHub, path: str, rev: str | None = None) -> dict[int, str]:
+    """GitHub's own blame (the fake answers it from git, without -w): the commit of each line at `rev`."""
+    return {n: r["commit"]["oid"] for r in fake.history.ranges(path, rev)
+            for n in range(r["startingLine"], r["endingLine"] + 1)}
+
+
+def _norm(line: str) -> str:
+    return re.sub(r"\s+", "", line).replace("'", '"')
+
+
+def test_github_looks_through_the_real_black_commit_by_the_syntax_tree(ctfd: Path) -> None:
+    """GitHub's blame has no --ignore-rev: each line black last changed is followed into black's parent by the syntax
+    tree and blamed there. The oracle knows nothing of trees: a line whose text (whitespace and quotes aside, long
+    enough to name a statement) is in the file once before black came from that line, and GitHub's own blame at
+    black's parent names its commit."""
+    black = _commit(ctfd, BLACK)
+    files = [f for f in run_git(ctfd, "show", "--format=", "--name-only", black).split() if f.endswith(".py")]
+    checked = 0
+    with FakeGitHub(history=ctfd) as fake:
+        host = github_host(fake)
+        for path in files:
+            before = run_git(ctfd, "show", f"{black}^:{path}").split("\n")
+            head = run_git(ctfd, "show", f"HEAD:{path}").split("\n")
+            once = {key: n for key, n in ((_norm(line), n) for n, line in enumerate(before, 1)) if sum(
+                _norm(other) == key for other in before) == 1 and len(key) >= 25}
+            lines = {n: once[_norm(head[n - 1])] for n, sha in _github_named(fake, path).items()
+                     if sha == black and _norm(head[n - 1]) in once}
+            if not lines:
+                continue
+            named = {b.line: b.sha for b in host.blame(path, sorted(lines)).lines}
+            earlier = _github_named(fake, path, f"{black}^")
+            assert {n: named.get(n) for n in lines} == {n: earlier[at] for n, at in lines.items()}, path
+            checked += len(lines)
+    assert checked >= 50  # 57 lines of 3 files
+
+
+def test_through_github_the_validation_black_rewrote_names_who_wrote_its_logic(ctfd: Path) -> None:
+    black = _commit(ctfd, BLACK)
+    path, lines = "CTFd/schemas/users.py", list(range(105, 131))
+    with FakeGitHub(history=ctfd) as fake:
+        plain = [n for n, sha in _github_named(fake, path).items() if sha == black and n in lines]
+        blame = github_host(fake).blame(path, lines)
+    assert len(plain) >= 5 and len(blame.lines) == len(lines) and black not in {b.sha for b in blame.lines}
+    assert "Some 2.1.0a1 bugfixes (#959)" in {b.summary for b in blame.lines}
+    assert any("only reformatted" in n and black[:12] in n for n in blame.notes)
+
+
+def test_a_github_that_stops_answering_while_looking_through_keeps_the_blame_it_had(ctfd: Path) -> None:
+    black = _commit(ctfd, BLACK)
+    path, lines = "CTFd/schemas/users.py", list(range(105, 131))
+    asked: list[str] = []
+    with FakeGitHub(history=ctfd) as fake:
+        host = github_host(fake)
+
+        def query(text: str, variables: dict) -> dict:
+            asked.append(text)
+            if "... on Blob" in text and len([q for q in asked if "... on Blob" in q]) > 1:
+                raise CodeHostError("GitHub's GraphQL API answered 502")
+            return host._graphql(text, variables)
+
+        blame = blame_via_graphql(query, host.repo_name, "main", path, lines)
+        assert sum("... on Blob" in q for q in asked) == 2  # the black commit's file, then its parent's: refused
+        asked.clear()
+        other = blame_via_graphql(query, host.repo_name, "main", "LICENSE", [1, 2, 3])
+    assert black in {b.sha for b in blame.lines} and len(blame.lines) == len(lines)  # the blame it had stands
+    assert not any("only reformatted" in n for n in blame.notes)
+    assert len(other.lines) == 3 and len(asked) == 1  # a file in another language: its blame, and no file asked for

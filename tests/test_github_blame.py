@@ -3,11 +3,12 @@ served by the fake GitHub from a real git history, rank the commit that introduc
 bug (evals/*/history.bundle, its ground truth `introduced_by`) where local git ranks it, case by case.
 
 The suspect lists themselves differ where GitHub's blame differs from git's with -w -M (whitespace-only and moved
-lines are not looked through): 16 of the 19 lists are identical, and the figures are the same (the introducing
+lines are not looked through; commits that only reformatted a Python file are, on both hosts: test_formatting_commits): 16 of the 19 lists are identical, and the figures are the same (the introducing
 commit first in 14, in the top three in 15, blaming each case's crash line and its fix's first lines).
 
-The two queries were checked against GitHub's published schema (octokit/graphql-schema): both validate, and a
-misspelt field (`startLine`) does not.
+The queries (blame, associatedPullRequests, and a commit's parents with a file at it as a Blob) were checked against
+GitHub's published schema (octokit/graphql-schema, schema.graphql of July 2026, with graphql-core): each validates, and
+a misspelt field (`startLine`, `isTruncatd`) does not.
 """
 
 from __future__ import annotations

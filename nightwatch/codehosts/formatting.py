@@ -50,3 +50,49 @@ def _run_as(text: str) -> tuple[str, str]:
     shebang = lines[0] if lines[0].startswith("#!") else ""
     coding = _CODING.search("\n".join(lines[:2]))
     return shebang, coding.group(1).lower() if coding else ""
+
+
+def lines_before(before: str, after: str) -> dict[int, int]:
+    """For a formatting-only change (`formatting_only(before, after, path)`), the line of `before` that each line of
+    `after` holding code came from: both trees have the same nodes in the same order, so each node's lines in `after`
+    map onto the same node's lines in `before`, the innermost node deciding (black joining a call onto one line maps
+    it to the call's first line). Lines outside every node (blank lines, comments) take the nearest code line above.
+    Empty when either side does not parse."""
+    trees = _trees(before, after)
+    if trees is None:
+        return {}
+    found: dict[int, tuple[int, int]] = {}  # line of `after` -> (depth of the node that decided it, line of `before`)
+    for depth, (old, new) in _paired(*trees):
+        for offset, line in enumerate(range(new.lineno, (new.end_lineno or new.lineno) + 1)):
+            at = min(old.lineno + offset, old.end_lineno or old.lineno)
+            if line not in found or (depth, -at) > (found[line][0], -found[line][1]):
+                found[line] = (depth, at)  # the innermost node; of two on one line, the earlier line it came from
+    last = after.count("\n") + 1
+    carried, nearest = {}, None
+    for line in range(1, last + 1):
+        nearest = found[line][1] if line in found else nearest
+        if nearest is not None:
+            carried[line] = nearest
+    return carried
+
+
+def _trees(before: str, after: str) -> tuple[ast.AST, ast.AST] | None:
+    try:
+        with _QUIET, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(before, type_comments=False), ast.parse(after, type_comments=False)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _paired(old_tree: ast.AST, new_tree: ast.AST) -> list[tuple[int, tuple[ast.AST, ast.AST]]]:
+    """(depth, (node of the old tree, the same node of the new one)) for every node with a position: equal trees walk
+    alike, node for node."""
+    pairs: list[tuple[int, tuple[ast.AST, ast.AST]]] = []
+    level = [(old_tree, new_tree)]
+    depth = 0
+    while level:
+        pairs += [(depth, pair) for pair in level if getattr(pair[1], "lineno", None) is not None]
+        level = [child for old, new in level for child in zip(ast.iter_child_nodes(old), ast.iter_child_nodes(new))]
+        depth += 1
+    return pairs

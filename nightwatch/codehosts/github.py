@@ -181,6 +181,7 @@ class GitHubHost(GitHubRepoAdapter):
         self.max_search_files = max_search_files
         self._kept: OrderedDict[str, bytes] = OrderedDict()
         self._kept_lock = threading.Lock()
+        self._history: dict[tuple[str, ...], Any] = {}  # what GitHub said about past commits: blames, files, parents
 
     # reading ------------------------------------------------------------------------------------
     def _contents(self, rel: str, missing: str) -> Any:
@@ -333,7 +334,7 @@ class GitHubHost(GitHubRepoAdapter):
 
     def blame(self, path: str, lines: list[int]) -> Blame:
         rel = safe_relative_path(path)
-        return blame_via_graphql(self._graphql, self.repo_name, self.default_branch(), rel, lines)
+        return blame_via_graphql(self._graphql, self.repo_name, self.default_branch(), rel, lines, cache=self._history)
 
     def landing(self, sha: str) -> Landing:
         return landing_via_graphql(self._graphql, self.repo_name, sha, self.default_branch())

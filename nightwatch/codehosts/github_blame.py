@@ -2,17 +2,31 @@
 that brought a commit there (`associatedPullRequests`), and a commit's patch of one file (REST).
 
 GitHub blames the whole file (its ranges cannot be narrowed), without git's -w and -M: a whitespace-only commit names
-itself where local git would look through it. Every failure is an answer with fewer lines and the reason, never an
-exception, as for local git (nightwatch/codehosts/blame.py).
+itself where local git would look through it. It has no --ignore-rev either, so a commit that only reformatted a
+Python file (nightwatch.codehosts.formatting) is looked through here: each of its lines is followed into the commit's
+parent by the syntax tree, which the two versions share, and blamed there, a few rounds deep as local git does. Every
+failure is an answer with fewer lines and the reason, never an exception, as for local git
+(nightwatch/codehosts/blame.py).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import PurePosixPath
 from typing import Any, Callable
 
-from nightwatch.codehosts.blame import Blame, BlamedLine, Landing, hunks_writing
+from nightwatch.codehosts.blame import (
+    FORMATTING_CHECKS,
+    FORMATTING_MAX_BYTES,
+    FORMATTING_ROUNDS,
+    Blame,
+    BlamedLine,
+    Landing,
+    hunks_writing,
+)
+from nightwatch.codehosts.formatting import formatting_only, lines_before
 
 BLAME_QUERY = """
 query($owner: String!, $name: String!, $ref: String!, $path: String!) {
@@ -47,30 +61,168 @@ query($owner: String!, $name: String!, $oid: GitObjectID!) {
 }
 """
 
+REVISION_QUERY = """
+query($owner: String!, $name: String!, $rev: String!, $file: String!) {
+  repository(owner: $owner, name: $name) {
+    commit: object(expression: $rev) {
+      ... on Commit {
+        parents(first: 2) { nodes { oid } }
+      }
+    }
+    file: object(expression: $file) {
+      ... on Blob { text isBinary isTruncated }
+    }
+  }
+}
+"""
+
 Query = Callable[[str, dict[str, Any]], dict[str, Any]]  # (query, variables) -> the response's `data`
 
 
-def blame_via_graphql(query: Query, slug: str, ref: str, path: str, lines: list[int]) -> Blame:
-    """The commit that last changed each of `lines` of `path` at `ref`."""
+def blame_via_graphql(query: Query, slug: str, ref: str, path: str, lines: list[int],
+                      cache: dict[tuple[str, ...], Any] | None = None) -> Blame:
+    """The commit that last changed each of `lines` of `path` at `ref`, looking through commits that only
+    reformatted a Python file. `cache` keeps what GitHub answered about history (it does not change) for the next
+    blame of the night."""
     wanted = sorted({n for n in lines if n > 0})
     if not wanted:
         return Blame()
-    owner, name = slug.split("/", 1)
+    history = _History(query, slug, path, cache if cache is not None else {})
     try:
-        data = query(BLAME_QUERY, {"owner": owner, "name": name, "ref": ref, "path": path})
-        ranges = ((data.get("repository") or {}).get("object") or {}).get("blame", {}).get("ranges") or []
+        out = history.blame(ref, wanted)
     except Exception as exc:  # noqa: BLE001 - the GraphQL API refused or is unreachable: fewer suspects, with why
         return Blame(notes=[f"no blame for {path} from GitHub: {str(exc)[:200]}"])
-    out = []
-    for line in wanted:
-        found = next((r for r in ranges if r.get("startingLine", 0) <= line <= r.get("endingLine", 0)), None)
-        commit = (found or {}).get("commit") or {}
-        if commit.get("oid"):
-            out.append(BlamedLine(line=line, sha=commit["oid"], author=((commit.get("author") or {}).get("name") or ""),
-                                  committed_at=_when(commit.get("committedDate")), summary=commit.get("messageHeadline") or "",
-                                  path=path))
     missing = len(wanted) - len(out)
-    return Blame(lines=out, notes=[f"{path}: GitHub's blame has no range for {missing} line(s)"] if missing else [])
+    notes = [f"{path}: GitHub's blame has no range for {missing} line(s)"] if missing else []
+    out, looked = history.look_through(ref, out)
+    if looked:
+        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it "
+                     f"({', '.join(sha[:12] for sha in looked)})")
+    return Blame(lines=out, notes=notes)
+
+
+class _History:
+    """One file's history as GitHub's GraphQL API tells it: blames at any commit, the file at a commit, a commit's
+    parent. Each answer is asked once per night (`cache`)."""
+
+    def __init__(self, query: Query, slug: str, path: str, cache: dict[tuple[str, ...], Any]) -> None:
+        self.query, self.path, self.cache = query, path, cache
+        self.owner, self.name = slug.split("/", 1)
+
+    def _asked(self, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
+        if key not in self.cache:
+            self.cache[key] = ask()
+        return self.cache[key]
+
+    def blame(self, rev: str, lines: Sequence[int]) -> list[BlamedLine]:
+        """Who last changed each of `lines` of the file at `rev` (a branch or a commit)."""
+        ranges = self._asked(("blame", rev, self.path), lambda: self._ranges(rev))
+        return [b for b in (_blamed_line(ranges, line, self.path) for line in lines) if b is not None]
+
+    def _ranges(self, rev: str) -> list[dict[str, Any]]:
+        data = self.query(BLAME_QUERY, {"owner": self.owner, "name": self.name, "ref": rev, "path": self.path})
+        return ((data.get("repository") or {}).get("object") or {}).get("blame", {}).get("ranges") or []
+
+    def revision(self, rev: str) -> tuple[list[str], str | None]:
+        """(the parents of commit `rev` (an oid, or a branch), the file's text there: None for a file it does not
+        have, binary or too large)."""
+        def ask() -> tuple[list[str], str | None]:
+            data = self.query(REVISION_QUERY, {"owner": self.owner, "name": self.name, "rev": rev,
+                                               "file": f"{rev}:{self.path}"}).get("repository") or {}
+            parents = [(p or {}).get("oid") for p in (((data.get("commit") or {}).get("parents") or {}).get("nodes") or [])]
+            blob = data.get("file") or {}
+            text = blob.get("text")
+            usable = isinstance(text, str) and not blob.get("isBinary") and not blob.get("isTruncated")
+            return [p for p in parents if p], text if usable and len(text) <= FORMATTING_MAX_BYTES else None
+        return self._asked(("revision", rev, self.path), ask)
+
+    def reformatted(self, sha: str) -> tuple[str, str, str] | None:
+        """(parent, the file before, after) when commit `sha` only reformatted the file, against its one parent."""
+        parents, after = self.revision(sha)
+        if len(parents) != 1 or after is None:
+            return None
+        before = self.revision(parents[0])[1]
+        return (parents[0], before, after) if before is not None and formatting_only(before, after, self.path) else None
+
+    def look_through(self, ref: str, blamed: list[BlamedLine]) -> tuple[list[BlamedLine], list[str]]:
+        """`blamed` (lines of the file at `ref`) with each line a formatting commit last changed blamed again at that
+        commit's parent, a few rounds deep; and the commits looked through. A failure keeps the blame that stands."""
+        if PurePosixPath(self.path).suffix not in (".py", ".pyi"):
+            return blamed, []
+        current = {b.line: b for b in blamed}
+        where = {b.line: (ref, b.line) for b in blamed}  # each line, as the revision last blamed numbers it
+        looked: list[str] = []
+        checked: set[str] = set()
+        try:
+            for _ in range(FORMATTING_ROUNDS - 1):
+                shas = [sha for sha in dict.fromkeys(b.sha for b in current.values()) if sha not in checked][:FORMATTING_CHECKS]
+                checked.update(shas)
+                found = {sha: change for sha in shas if (change := self.reformatted(sha)) is not None}
+                looked += [sha for sha, change in found.items()
+                           if self._follow(sha, change, [line for line, b in current.items() if b.sha == sha], current, where)]
+                if not found:
+                    break
+        except Exception:  # noqa: BLE001 - GitHub stopped answering: the blame so far stands
+            pass
+        return sorted(current.values(), key=lambda b: b.line), looked
+
+    def _follow(self, sha: str, change: tuple[str, str, str], lines: list[int], current: dict[int, BlamedLine],
+                where: dict[int, tuple[str, int]]) -> int:
+        """Blame `lines` again at the parent of formatting commit `sha`: each line as the revision that blamed it
+        numbers it, then as `sha` numbers it (the line is unchanged since), then as the parent does (the tree). How
+        many lines were blamed again."""
+        parent, before, after = change
+        back = lines_before(before, after)
+        moved: dict[int, int] = {}
+        for rev in dict.fromkeys(where[line][0] for line in lines):
+            text = self.revision(rev)[1]
+            same = _same_lines(text, after) if text is not None else {}
+            for line in (n for n in lines if where[n][0] == rev):
+                in_commit = same.get(where[line][1])
+                if in_commit in back:
+                    moved[line] = back[in_commit]
+        again = {b.line: b for b in self.blame(parent, sorted(set(moved.values())))}
+        followed = [line for line, at in moved.items() if at in again]
+        for line in followed:
+            current[line] = again[moved[line]].model_copy(update={"line": line})
+            where[line] = (parent, moved[line])
+        return len(followed)
+
+
+def _blamed_line(ranges: list[dict[str, Any]], line: int, path: str) -> BlamedLine | None:
+    found = next((r for r in ranges if r.get("startingLine", 0) <= line <= r.get("endingLine", 0)), None)
+    commit = (found or {}).get("commit") or {}
+    if not commit.get("oid"):
+        return None
+    return BlamedLine(line=line, sha=commit["oid"], author=((commit.get("author") or {}).get("name") or ""),
+                      committed_at=_when(commit.get("committedDate")), summary=commit.get("messageHeadline") or "",
+                      path=path)
+
+
+def _same_lines(text: str, other: str) -> dict[int, int]:
+    """For each line of `text` that `other` has unchanged, its line in `other`. A line blamed on `other`'s commit is
+    in `other` as it is: where it is there once, that is it; where it is there several times, the one the files'
+    alignment (difflib) pairs it with, else the one nearest to where the lines around it moved."""
+    new, old = text.split("\n"), other.split("\n")
+    if new == old:
+        return {n: n for n in range(1, len(new) + 1)}
+    aligned: dict[int, int] = {}
+    for a, b, size in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks():
+        aligned.update({b + k + 1: a + k + 1 for k in range(size)})
+    where: dict[str, list[int]] = {}
+    for number, line in enumerate(old, 1):
+        where.setdefault(line, []).append(number)
+    found: dict[int, int] = {}
+    shift = 0  # how far the last aligned line moved
+    for number, line in enumerate(new, 1):
+        if number in aligned:
+            shift = aligned[number] - number
+        places = where.get(line, [])
+        if len(places) == 1 or number in aligned:
+            found[number] = places[0] if len(places) == 1 else aligned[number]
+        elif places:
+            found[number] = min(places, key=lambda p: abs(p - (number + shift)))
+    return found
 
 
 def landing_via_graphql(query: Query, slug: str, sha: str, default_branch: str) -> Landing:

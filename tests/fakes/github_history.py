@@ -1,8 +1,8 @@
 """What the fake GitHub answers about history, from a real git repository: GraphQL `blame` ranges and a commit's
 `associatedPullRequests`, and the REST commit with its files' patches, in the shapes GitHub's API documents.
 
-GitHub's blame is git's, of the whole file, without -w or -M; a commit's pull request is the one whose merge brought
-it to the default branch: GitHub records a merge as "Merge pull request #N from ...", a squash as "Title (#N)". The
+GitHub's blame is git's, of the whole file at a branch or a commit, without -w or -M; a file at a revision is a
+`Blob` (`text`, null when binary); a commit's pull request is the one whose merge brought it to the default branch: GitHub records a merge as "Merge pull request #N from ...", a squash as "Title (#N)". The
 fake reads both from git itself. The GraphQL queries it answers are recognised by the fields they ask for; anything
 else is a GraphQL error, as GitHub answers an unknown field.
 """
@@ -36,17 +36,44 @@ class GitHistory:
         query, variables = body.get("query", ""), body.get("variables") or {}
         try:
             if "blame(path:" in query:
-                return {"data": {"repository": {"object": {"blame": {"ranges": self.ranges(variables["path"])}}}}}
+                ranges = self.ranges(variables["path"], self._rev(variables["ref"]))
+                return {"data": {"repository": {"object": {"blame": {"ranges": ranges}}}}}
+            if "... on Blob" in query:
+                return {"data": {"repository": self.revision(variables["rev"], variables["file"])}}
             if "associatedPullRequests" in query:
                 return {"data": {"repository": {"object": self.commit(variables["oid"])}}}
         except subprocess.CalledProcessError as exc:
             return {"data": {"repository": {"object": None}},
                     "errors": [{"type": "NOT_FOUND", "message": exc.stderr.strip()[:200]}]}
-        return {"errors": [{"message": "the fake answers blame and associatedPullRequests queries only"}]}
+        return {"errors": [{"message": "the fake answers blame, Blob and associatedPullRequests queries only"}]}
 
-    def ranges(self, path: str) -> list[dict[str, Any]]:
-        """Blame of the whole file at the branch, as consecutive ranges of one commit each."""
-        text = self._git("blame", "--porcelain", self.branch, "--", path)
+    def _rev(self, expression: str) -> str:
+        """A revision as git here names it: the default branch's name on GitHub is this repository's branch."""
+        return self.branch if expression == self.base else expression
+
+    def revision(self, rev: str, file: str) -> dict[str, Any]:
+        """`object(expression: rev) { ... on Commit { parents } }` and `object(expression: "rev:path") { ... on Blob }`:
+        null for what the repository does not have."""
+        known = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet", f"{self._rev(rev)}^{{commit}}"],
+                               capture_output=True, text=True, check=False)
+        commit = None
+        if known.returncode == 0:
+            parents = self._git("log", "-1", "--format=%P", known.stdout.strip()).split()
+            commit = {"parents": {"nodes": [{"oid": p} for p in parents[:2]]}}
+        at, _, path = file.partition(":")
+        shown = subprocess.run(["git", "-C", str(self.repo), "show", f"{self._rev(at)}:{path}"], capture_output=True,
+                               timeout=60, check=False)
+        blob = None
+        if shown.returncode == 0 and path:
+            try:
+                blob = {"text": shown.stdout.decode(), "isBinary": False, "isTruncated": False}
+            except UnicodeDecodeError:
+                blob = {"text": None, "isBinary": True, "isTruncated": False}
+        return {"commit": commit, "file": blob}
+
+    def ranges(self, path: str, rev: str | None = None) -> list[dict[str, Any]]:
+        """Blame of the whole file at the branch (or at `rev`), as consecutive ranges of one commit each."""
+        text = self._git("blame", "--porcelain", rev or self.branch, "--", path)
         info: dict[str, dict[str, str]] = {}
         lines: list[tuple[int, str]] = []
         sha = ""
