@@ -61,20 +61,23 @@ query($owner: String!, $name: String!, $oid: GitObjectID!) {
 }
 """
 
-REVISION_QUERY = """
-query($owner: String!, $name: String!, $rev: String!, $file: String!) {
-  repository(owner: $owner, name: $name) {
-    commit: object(expression: $rev) {
-      ... on Commit {
-        parents(first: 2) { nodes { oid } }
-      }
-    }
-    file: object(expression: $file) {
-      ... on Blob { text isBinary isTruncated }
-    }
-  }
-}
-"""
+REVISION_FIELDS = """
+    c{n}: object(expression: $rev{n}) {{
+      ... on Commit {{
+        parents(first: 2) {{ nodes {{ oid }} }}
+      }}
+    }}
+    f{n}: object(expression: $file{n}) {{
+      ... on Blob {{ text isBinary isTruncated }}
+    }}"""
+
+
+def revisions_query(count: int) -> str:
+    """One query for `count` revisions of a file: each commit's parents (`c<n>`) and the file there (`f<n>`)."""
+    variables = ", ".join(f"$rev{n}: String!, $file{n}: String!" for n in range(count))
+    fields = "".join(REVISION_FIELDS.format(n=n) for n in range(count))
+    return f"query($owner: String!, $name: String!, {variables}) {{\n  repository(owner: $owner, name: $name) {{{fields}\n  }}\n}}\n"
+
 
 Query = Callable[[str, dict[str, Any]], dict[str, Any]]  # (query, variables) -> the response's `data`
 
@@ -123,26 +126,31 @@ class _History:
         data = self.query(BLAME_QUERY, {"owner": self.owner, "name": self.name, "ref": rev, "path": self.path})
         return ((data.get("repository") or {}).get("object") or {}).get("blame", {}).get("ranges") or []
 
-    def revision(self, rev: str) -> tuple[list[str], str | None]:
-        """(the parents of commit `rev` (an oid, or a branch), the file's text there: None for a file it does not
-        have, binary or too large)."""
-        def ask() -> tuple[list[str], str | None]:
-            data = self.query(REVISION_QUERY, {"owner": self.owner, "name": self.name, "rev": rev,
-                                               "file": f"{rev}:{self.path}"}).get("repository") or {}
-            parents = [(p or {}).get("oid") for p in (((data.get("commit") or {}).get("parents") or {}).get("nodes") or [])]
-            blob = data.get("file") or {}
-            text = blob.get("text")
-            usable = isinstance(text, str) and not blob.get("isBinary") and not blob.get("isTruncated")
-            return [p for p in parents if p], text if usable and len(text) <= FORMATTING_MAX_BYTES else None
-        return self._asked(("revision", rev, self.path), ask)
+    def revisions(self, revs: Sequence[str]) -> dict[str, tuple[list[str], str | None]]:
+        """Each of `revs` (an oid, or a branch): (its parents, the file's text there: None for a file it does not have,
+        binary or too large). Those not asked yet are asked in one query."""
+        wanted = [rev for rev in dict.fromkeys(revs) if ("revision", rev, self.path) not in self.cache]
+        if wanted:
+            variables: dict[str, Any] = {"owner": self.owner, "name": self.name}
+            for n, rev in enumerate(wanted):
+                variables |= {f"rev{n}": rev, f"file{n}": f"{rev}:{self.path}"}
+            data = self.query(revisions_query(len(wanted)), variables).get("repository") or {}
+            for n, rev in enumerate(wanted):
+                self.cache[("revision", rev, self.path)] = _revision(data.get(f"c{n}"), data.get(f"f{n}"))
+        return {rev: self.cache[("revision", rev, self.path)] for rev in revs}
 
-    def reformatted(self, sha: str) -> tuple[str, str, str] | None:
-        """(parent, the file before, after) when commit `sha` only reformatted the file, against its one parent."""
-        parents, after = self.revision(sha)
-        if len(parents) != 1 or after is None:
-            return None
-        before = self.revision(parents[0])[1]
-        return (parents[0], before, after) if before is not None and formatting_only(before, after, self.path) else None
+    def reformatted(self, shas: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        """(parent, the file before, after) of each of `shas` that only reformatted the file, against its one parent:
+        two queries, one for the commits and one for their parents."""
+        changed = {sha: (parents[0], after) for sha, (parents, after) in self.revisions(shas).items()
+                   if len(parents) == 1 and after is not None}
+        before = self.revisions([parent for parent, _ in changed.values()])
+        found = {}
+        for sha, (parent, after) in changed.items():
+            old = before[parent][1]
+            if old is not None and formatting_only(old, after, self.path):
+                found[sha] = (parent, old, after)
+        return found
 
     def look_through(self, ref: str, blamed: list[BlamedLine]) -> tuple[list[BlamedLine], list[str]]:
         """`blamed` (lines of the file at `ref`) with each line a formatting commit last changed blamed again at that
@@ -157,7 +165,7 @@ class _History:
             for _ in range(FORMATTING_ROUNDS - 1):
                 shas = [sha for sha in dict.fromkeys(b.sha for b in current.values()) if sha not in checked][:FORMATTING_CHECKS]
                 checked.update(shas)
-                found = {sha: change for sha in shas if (change := self.reformatted(sha)) is not None}
+                found = self.reformatted(shas)
                 looked += [sha for sha, change in found.items()
                            if self._follow(sha, change, [line for line, b in current.items() if b.sha == sha], current, where)]
                 if not found:
@@ -174,8 +182,9 @@ class _History:
         parent, before, after = change
         back = lines_before(before, after)
         moved: dict[int, int] = {}
-        for rev in dict.fromkeys(where[line][0] for line in lines):
-            text = self.revision(rev)[1]
+        texts = self.revisions([where[line][0] for line in lines])
+        for rev in texts:
+            text = texts[rev][1]
             same = _same_lines(text, after) if text is not None else {}
             for line in (n for n in lines if where[n][0] == rev):
                 in_commit = same.get(where[line][1])
@@ -187,6 +196,14 @@ class _History:
             current[line] = again[moved[line]].model_copy(update={"line": line})
             where[line] = (parent, moved[line])
         return len(followed)
+
+
+def _revision(commit: Any, blob: Any) -> tuple[list[str], str | None]:
+    parents = [(p or {}).get("oid") for p in ((((commit or {}).get("parents") or {}).get("nodes")) or [])]
+    blob = blob or {}
+    text = blob.get("text")
+    usable = isinstance(text, str) and not blob.get("isBinary") and not blob.get("isTruncated")
+    return [p for p in parents if p], text if usable and len(text) <= FORMATTING_MAX_BYTES else None
 
 
 def _blamed_line(ranges: list[dict[str, Any]], line: int, path: str) -> BlamedLine | None:

@@ -38,8 +38,12 @@ class GitHistory:
             if "blame(path:" in query:
                 ranges = self.ranges(variables["path"], self._rev(variables["ref"]))
                 return {"data": {"repository": {"object": {"blame": {"ranges": ranges}}}}}
-            if "... on Blob" in query:
-                return {"data": {"repository": self.revision(variables["rev"], variables["file"])}}
+            if "... on Blob" in query:  # aliased: c<n> the commit, f<n> the file, for each rev<n>
+                answer: dict[str, Any] = {}
+                for n in range(sum(1 for key in variables if key.startswith("rev"))):
+                    commit, blob = self.revision(variables[f"rev{n}"], variables[f"file{n}"])
+                    answer |= {f"c{n}": commit, f"f{n}": blob}
+                return {"data": {"repository": answer}}
             if "associatedPullRequests" in query:
                 return {"data": {"repository": {"object": self.commit(variables["oid"])}}}
         except subprocess.CalledProcessError as exc:
@@ -51,7 +55,7 @@ class GitHistory:
         """A revision as git here names it: the default branch's name on GitHub is this repository's branch."""
         return self.branch if expression == self.base else expression
 
-    def revision(self, rev: str, file: str) -> dict[str, Any]:
+    def revision(self, rev: str, file: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """`object(expression: rev) { ... on Commit { parents } }` and `object(expression: "rev:path") { ... on Blob }`:
         null for what the repository does not have."""
         known = subprocess.run(["git", "-C", str(self.repo), "rev-parse", "--verify", "--quiet", f"{self._rev(rev)}^{{commit}}"],
@@ -69,7 +73,7 @@ class GitHistory:
                 blob = {"text": shown.stdout.decode(), "isBinary": False, "isTruncated": False}
             except UnicodeDecodeError:
                 blob = {"text": None, "isBinary": True, "isTruncated": False}
-        return {"commit": commit, "file": blob}
+        return commit, blob
 
     def ranges(self, path: str, rev: str | None = None) -> list[dict[str, Any]]:
         """Blame of the whole file at the branch (or at `rev`), as consecutive ranges of one commit each."""
