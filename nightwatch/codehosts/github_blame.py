@@ -11,8 +11,8 @@ failure is an answer with fewer lines and the reason, never an exception, as for
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Callable
@@ -185,8 +185,9 @@ class _History:
         texts = self.revisions([where[line][0] for line in lines])
         for rev in texts:
             text = texts[rev][1]
-            same = _same_lines(text, after) if text is not None else {}
-            for line in (n for n in lines if where[n][0] == rev):
+            here = [n for n in lines if where[n][0] == rev]
+            same = _same_lines(text, after, [where[n][1] for n in here]) if text is not None else {}
+            for line in here:
                 in_commit = same.get(where[line][1])
                 if in_commit in back:
                     moved[line] = back[in_commit]
@@ -216,29 +217,28 @@ def _blamed_line(ranges: list[dict[str, Any]], line: int, path: str) -> BlamedLi
                       path=path)
 
 
-def _same_lines(text: str, other: str) -> dict[int, int]:
-    """For each line of `text` that `other` has unchanged, its line in `other`. A line blamed on `other`'s commit is
-    in `other` as it is: where it is there once, that is it; where it is there several times, the one the files'
-    alignment (difflib) pairs it with, else the one nearest to where the lines around it moved."""
+def _same_lines(text: str, other: str, lines: Iterable[int]) -> dict[int, int]:
+    """For each of `lines` of `text` that `other` has unchanged, its line in `other`. A line blamed on `other`'s
+    commit is in `other` as it is: where it is there once, that is it; where it is there several times, the one
+    nearest to where the lines around it moved (the nearest line above that both files hold once). Linear in the
+    files' size: no alignment of the two, which a large file with many repeated lines makes quadratic."""
     new, old = text.split("\n"), other.split("\n")
     if new == old:
-        return {n: n for n in range(1, len(new) + 1)}
-    aligned: dict[int, int] = {}
-    for a, b, size in difflib.SequenceMatcher(None, old, new, autojunk=False).get_matching_blocks():
-        aligned.update({b + k + 1: a + k + 1 for k in range(size)})
+        return {n: n for n in lines if 0 < n <= len(new)}
     where: dict[str, list[int]] = {}
     for number, line in enumerate(old, 1):
         where.setdefault(line, []).append(number)
-    found: dict[int, int] = {}
-    shift = 0  # how far the last aligned line moved
+    seen = Counter(new)
+    shift, shifts = 0, []
     for number, line in enumerate(new, 1):
-        if number in aligned:
-            shift = aligned[number] - number
-        places = where.get(line, [])
-        if len(places) == 1 or number in aligned:
-            found[number] = places[0] if len(places) == 1 else aligned[number]
-        elif places:
-            found[number] = min(places, key=lambda p: abs(p - (number + shift)))
+        if seen[line] == 1 and len(where.get(line, ())) == 1:
+            shift = where[line][0] - number
+        shifts.append(shift)
+    found: dict[int, int] = {}
+    for number in lines:
+        places = where.get(new[number - 1], []) if 0 < number <= len(new) else []
+        if places:
+            found[number] = min(places, key=lambda p: abs(p - (number + shifts[number - 1])))
     return found
 
 
