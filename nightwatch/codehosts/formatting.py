@@ -33,14 +33,24 @@ def formatting_only(before: str, after: str, path: str) -> bool:
 
 
 def _python_tree(text: str) -> str | None:
-    """The file's syntax tree without positions; None where it does not parse (a commit that breaks or mends the
-    file changed it)."""
+    """The file's syntax tree without positions, each string that stands as a statement of its own (a docstring)
+    with its lines stripped, as black's own check compares them (black and ruff re-indent docstrings); None where it
+    does not parse (a commit that breaks or mends the file changed it)."""
     try:
-        with _QUIET, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a parsed file's SyntaxWarnings are not the night's: the tree is what counts
-            return ast.dump(ast.parse(text, type_comments=False))
+        tree = _parsed(text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                node.value.value = "\n".join(line.strip() for line in node.value.value.splitlines()).strip()
+        return ast.dump(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _parsed(text: str) -> ast.AST:
+    """The file's tree (a byte-order mark before it aside); raises where it does not parse."""
+    with _QUIET, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a parsed file's SyntaxWarnings are not the night's: the tree is what counts
+        return ast.parse(text.removeprefix("\ufeff"), type_comments=False)
 
 
 def _run_as(text: str) -> tuple[str, str]:
@@ -54,45 +64,47 @@ def _run_as(text: str) -> tuple[str, str]:
 
 def lines_before(before: str, after: str) -> dict[int, int]:
     """For a formatting-only change (`formatting_only(before, after, path)`), the line of `before` that each line of
-    `after` holding code came from: both trees have the same nodes in the same order, so each node's lines in `after`
-    map onto the same node's lines in `before`, the innermost node deciding (black joining a call onto one line maps
-    it to the call's first line). Lines outside every node (blank lines, comments) take the nearest code line above.
-    Empty when either side does not parse."""
-    trees = _trees(before, after)
+    `after` came from. Both trees have the same nodes in the same order, so a line where a node starts maps to where
+    that node starts in `before`, the outermost node starting there deciding (a call black joined onto one line: its
+    statement's first line); a line where none starts (`else:`, `finally:`, a closing `):`, the rest of a string)
+    maps to where its innermost statement starts; a line outside every statement (a comment between them) takes the
+    nearest line above. Each node is visited once and each line once per statement around it (Python nests blocks
+    at most 100 deep). Empty when either side does not parse, or holds a lone carriage return (Python ends a line
+    there; git and GitHub do not, so their line numbers would differ)."""
+    trees = None if _LONE_CR.search(before) or _LONE_CR.search(after) else _trees(before, after)
     if trees is None:
         return {}
-    found: dict[int, tuple[int, int]] = {}  # line of `after` -> (depth of the node that decided it, line of `before`)
-    for depth, (old, new) in _paired(*trees):
-        for offset, line in enumerate(range(new.lineno, (new.end_lineno or new.lineno) + 1)):
-            at = min(old.lineno + offset, old.end_lineno or old.lineno)
-            if line not in found or (depth, -at) > (found[line][0], -found[line][1]):
-                found[line] = (depth, at)  # the innermost node; of two on one line, the earlier line it came from
-    last = after.count("\n") + 1
-    carried, nearest = {}, None
-    for line in range(1, last + 1):
-        nearest = found[line][1] if line in found else nearest
+    starts: dict[int, int] = {}
+    inside: dict[int, int] = {}
+    for old, new in _paired(*trees):  # breadth first: an outer node before the nodes it holds
+        starts.setdefault(new.lineno, old.lineno)
+        if isinstance(new, _STATEMENTS):
+            inside.update(dict.fromkeys(range(new.lineno, (new.end_lineno or new.lineno) + 1), old.lineno))
+    found, nearest = {}, None
+    for line in range(1, after.count("\n") + 2):
+        nearest = starts.get(line, inside.get(line, nearest))
         if nearest is not None:
-            carried[line] = nearest
-    return carried
+            found[line] = nearest
+    return found
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _trees(before: str, after: str) -> tuple[ast.AST, ast.AST] | None:
     try:
-        with _QUIET, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(before, type_comments=False), ast.parse(after, type_comments=False)
+        return _parsed(before), _parsed(after)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
-def _paired(old_tree: ast.AST, new_tree: ast.AST) -> list[tuple[int, tuple[ast.AST, ast.AST]]]:
-    """(depth, (node of the old tree, the same node of the new one)) for every node with a position: equal trees walk
-    alike, node for node."""
-    pairs: list[tuple[int, tuple[ast.AST, ast.AST]]] = []
+def _paired(old_tree: ast.AST, new_tree: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    """(node of the old tree, the same node of the new one) for every node with a position, breadth first: equal
+    trees walk alike, node for node."""
+    pairs: list[tuple[ast.AST, ast.AST]] = []
     level = [(old_tree, new_tree)]
-    depth = 0
     while level:
-        pairs += [(depth, pair) for pair in level if getattr(pair[1], "lineno", None) is not None]
+        pairs += [pair for pair in level if getattr(pair[1], "lineno", None) is not None]
         level = [child for old, new in level for child in zip(ast.iter_child_nodes(old), ast.iter_child_nodes(new))]
-        depth += 1
     return pairs

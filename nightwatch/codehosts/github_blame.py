@@ -97,20 +97,28 @@ def blame_via_graphql(query: Query, slug: str, ref: str, path: str, lines: list[
         return Blame(notes=[f"no blame for {path} from GitHub: {str(exc)[:200]}"])
     missing = len(wanted) - len(out)
     notes = [f"{path}: GitHub's blame has no range for {missing} line(s)"] if missing else []
-    out, looked = history.look_through(ref, out)
+    out, looked, stopped = history.look_through(ref, out)
     if looked:
-        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it "
-                     f"({', '.join(sha[:12] for sha in looked)})")
+        shown = ", ".join(sha[:12] for sha in looked[:NOTED_COMMITS]) + (f" and {len(looked) - NOTED_COMMITS} more"
+                                                                      if len(looked) > NOTED_COMMITS else "")
+        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it ({shown})")
+    if stopped:
+        notes.append(f"{path}: stopped looking through formatting commits: {stopped[:200]}")
     return Blame(lines=out, notes=notes)
+
+
+NOTED_COMMITS = 6
 
 
 class _History:
     """One file's history as GitHub's GraphQL API tells it: blames at any commit, the file at a commit, a commit's
-    parent. Each answer is asked once per night (`cache`)."""
+    parent. Blames and the verdict on each commit checked are asked once per night (`cache`); the files' texts only
+    for this blame (a formatting commit's own, which following a line needs, aside)."""
 
     def __init__(self, query: Query, slug: str, path: str, cache: dict[tuple[str, ...], Any]) -> None:
         self.query, self.path, self.cache = query, path, cache
         self.owner, self.name = slug.split("/", 1)
+        self.texts: dict[str, tuple[list[str], str | None]] = {}
 
     def _asked(self, key: tuple[str, ...], ask: Callable[[], Any]) -> Any:
         if key not in self.cache:
@@ -129,34 +137,36 @@ class _History:
     def revisions(self, revs: Sequence[str]) -> dict[str, tuple[list[str], str | None]]:
         """Each of `revs` (an oid, or a branch): (its parents, the file's text there: None for a file it does not have,
         binary or too large). Those not asked yet are asked in one query."""
-        wanted = [rev for rev in dict.fromkeys(revs) if ("revision", rev, self.path) not in self.cache]
+        wanted = [rev for rev in dict.fromkeys(revs) if rev not in self.texts]
         if wanted:
             variables: dict[str, Any] = {"owner": self.owner, "name": self.name}
             for n, rev in enumerate(wanted):
                 variables |= {f"rev{n}": rev, f"file{n}": f"{rev}:{self.path}"}
             data = self.query(revisions_query(len(wanted)), variables).get("repository") or {}
             for n, rev in enumerate(wanted):
-                self.cache[("revision", rev, self.path)] = _revision(data.get(f"c{n}"), data.get(f"f{n}"))
-        return {rev: self.cache[("revision", rev, self.path)] for rev in revs}
+                self.texts[rev] = _revision(data.get(f"c{n}"), data.get(f"f{n}"))
+        return {rev: self.texts[rev] for rev in revs}
 
-    def reformatted(self, shas: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-        """(parent, the file before, after) of each of `shas` that only reformatted the file, against its one parent:
-        two queries, one for the commits and one for their parents."""
-        changed = {sha: (parents[0], after) for sha, (parents, after) in self.revisions(shas).items()
-                   if len(parents) == 1 and after is not None}
-        before = self.revisions([parent for parent, _ in changed.values()])
-        found = {}
-        for sha, (parent, after) in changed.items():
-            old = before[parent][1]
-            if old is not None and formatting_only(old, after, self.path):
-                found[sha] = (parent, old, after)
-        return found
+    def reformatted(self, shas: Sequence[str]) -> dict[str, tuple[str, dict[int, int], str]]:
+        """(parent, where each line came from there, the file after) of each of `shas` that only reformatted the file,
+        against its one parent: two queries, one for the commits and one for their parents, the first time."""
+        unknown = [sha for sha in shas if ("verdict", sha, self.path) not in self.cache]
+        changed = {sha: (parents[0], after) for sha, (parents, after) in self.revisions(unknown).items()
+                   if len(parents) == 1 and after is not None} if unknown else {}
+        before = self.revisions([parent for parent, _ in changed.values()]) if changed else {}
+        for sha in unknown:
+            parent, after = changed.get(sha, ("", None))
+            old = before[parent][1] if parent else None
+            formatting = old is not None and after is not None and formatting_only(old, after, self.path)
+            self.cache[("verdict", sha, self.path)] = (parent, lines_before(old, after), after) if formatting else None
+        return {sha: verdict for sha in shas if (verdict := self.cache[("verdict", sha, self.path)]) is not None}
 
-    def look_through(self, ref: str, blamed: list[BlamedLine]) -> tuple[list[BlamedLine], list[str]]:
+    def look_through(self, ref: str, blamed: list[BlamedLine]) -> tuple[list[BlamedLine], list[str], str]:
         """`blamed` (lines of the file at `ref`) with each line a formatting commit last changed blamed again at that
-        commit's parent, a few rounds deep; and the commits looked through. A failure keeps the blame that stands."""
+        commit's parent, a few rounds deep; the commits looked through; why it stopped early ("" when it did not). A
+        failure keeps the blame that stands."""
         if PurePosixPath(self.path).suffix not in (".py", ".pyi"):
-            return blamed, []
+            return blamed, [], ""
         current = {b.line: b for b in blamed}
         where = {b.line: (ref, b.line) for b in blamed}  # each line, as the revision last blamed numbers it
         looked: list[str] = []
@@ -166,21 +176,21 @@ class _History:
                 shas = [sha for sha in dict.fromkeys(b.sha for b in current.values()) if sha not in checked][:FORMATTING_CHECKS]
                 checked.update(shas)
                 found = self.reformatted(shas)
-                looked += [sha for sha, change in found.items()
-                           if self._follow(sha, change, [line for line, b in current.items() if b.sha == sha], current, where)]
+                for sha, change in found.items():
+                    if self._follow(sha, change, [line for line, b in current.items() if b.sha == sha], current, where):
+                        looked.append(sha)
                 if not found:
                     break
-        except Exception:  # noqa: BLE001 - GitHub stopped answering: the blame so far stands
-            pass
-        return sorted(current.values(), key=lambda b: b.line), looked
+        except Exception as exc:  # noqa: BLE001 - GitHub stopped answering: the blame so far stands, and says so
+            return sorted(current.values(), key=lambda b: b.line), looked, str(exc) or type(exc).__name__
+        return sorted(current.values(), key=lambda b: b.line), looked, ""
 
-    def _follow(self, sha: str, change: tuple[str, str, str], lines: list[int], current: dict[int, BlamedLine],
-                where: dict[int, tuple[str, int]]) -> int:
+    def _follow(self, sha: str, change: tuple[str, dict[int, int], str], lines: list[int],
+                current: dict[int, BlamedLine], where: dict[int, tuple[str, int]]) -> int:
         """Blame `lines` again at the parent of formatting commit `sha`: each line as the revision that blamed it
         numbers it, then as `sha` numbers it (the line is unchanged since), then as the parent does (the tree). How
         many lines were blamed again."""
-        parent, before, after = change
-        back = lines_before(before, after)
+        parent, back, after = change
         moved: dict[int, int] = {}
         texts = self.revisions([where[line][0] for line in lines])
         for rev in texts:
@@ -204,11 +214,20 @@ def _revision(commit: Any, blob: Any) -> tuple[list[str], str | None]:
     blob = blob or {}
     text = blob.get("text")
     usable = isinstance(text, str) and not blob.get("isBinary") and not blob.get("isTruncated")
-    return [p for p in parents if p], text if usable and len(text) <= FORMATTING_MAX_BYTES else None
+    return [p for p in parents if isinstance(p, str) and p], \
+        text if usable and len(text.encode(errors="replace")) <= FORMATTING_MAX_BYTES else None
 
 
 def _blamed_line(ranges: list[dict[str, Any]], line: int, path: str) -> BlamedLine | None:
-    found = next((r for r in ranges if r.get("startingLine", 0) <= line <= r.get("endingLine", 0)), None)
+    try:
+        return _line_of(ranges, line, path)
+    except (ValueError, TypeError, AttributeError):  # a malformed range names nothing; the others still do
+        return None
+
+
+def _line_of(ranges: list[dict[str, Any]], line: int, path: str) -> BlamedLine | None:
+    found = next((r for r in ranges if isinstance(r, dict) and r.get("startingLine", 0) <= line <= r.get("endingLine", 0)),
+                 None)
     commit = (found or {}).get("commit") or {}
     if not commit.get("oid"):
         return None
