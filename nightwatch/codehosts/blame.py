@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import Field
 
 from nightwatch.codehosts.base import CodeHostError
-from nightwatch.codehosts.formatting import formatting_only
+from nightwatch.codehosts.formatting import formatting_only, lines_before
 from nightwatch.models import Model
 
 _HEADER = re.compile(r"^(?P<sha>[0-9a-f]{40}) (?P<orig>\d+) (?P<final>\d+)(?: (?P<count>\d+))?$")
@@ -34,6 +34,7 @@ class BlamedLine(Model):
     summary: str = ""
     boundary: bool = False  # the oldest commit a shallow clone has: the line may be older still
     path: str = ""  # the file's name in that commit (renames are followed)
+    source_line: int = 0  # the line's number in that commit's version of the file (git's; 0 where unknown)
 
 
 class Blame(Model):
@@ -56,19 +57,19 @@ def parse_porcelain(text: str) -> list[BlamedLine]:
     commits: dict[str, dict[str, str]] = {}
     out: list[BlamedLine] = []
     current: dict[str, str] | None = None
-    final = 0
+    final = orig = 0
     sha = ""
     for raw in text.split("\n"):
         if raw.startswith("\t"):  # the line's content closes its entry
             info = commits.get(sha, {})
             out.append(BlamedLine(line=final, sha=sha, author=info.get("author", ""), summary=info.get("summary", ""),
                                   committed_at=_moment(info.get("committer-time") or info.get("author-time")),
-                                  boundary="boundary" in info, path=info.get("filename", "")))
+                                  boundary="boundary" in info, path=info.get("filename", ""), source_line=orig))
             current = None
             continue
         header = _HEADER.match(raw)
         if header and current is None:
-            sha, final = header["sha"], int(header["final"])
+            sha, final, orig = header["sha"], int(header["final"]), int(header["orig"])
             current = commits.setdefault(sha, {})
             continue
         if current is not None:
@@ -100,36 +101,30 @@ def _number(digits: str) -> int | None:
 
 def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float) -> Blame:
     """Who last changed each of `lines` of `path` at HEAD, looking through what changed no code: whitespace-only
-    edits and moves within the file (`-w -M`), the commits a `.git-blame-ignore-revs` names, and commits that only
-    reformatted the file (nightwatch.codehosts.formatting: found among the commits blamed, then blamed past with
-    `--ignore-rev`, a few rounds deep: black after an older autopep8)."""
+    edits (`-w`), the commits a `.git-blame-ignore-revs` names, and commits that only
+    reformatted the file (nightwatch.codehosts.formatting: found among the commits blamed; each of their lines is
+    followed into the commit's parent by the syntax tree the two versions share, and blamed there, a few rounds deep:
+    black after an older autopep8). git's own `--ignore-rev` matches a line by its text and leaves a line it cannot
+    place (a closing bracket, an element black split onto a line of its own) on the formatter. Moves within
+    the file (`-M`) are not looked for: a line that also stands elsewhere in the file (`current_user =
+    get_current_user()` in each of a schema's validators) is taken for a copy of the other and blamed on whoever wrote
+    that one, and the ground truth the eval measures against (scripts/history_slices.py) is `git blame -w` too."""
     wanted = sorted({n for n in lines if n > 0})
     if not wanted:
         return Blame()
     ranges = [arg for n in wanted for arg in ("-L", f"{n},{n}")]
     ignore = ["--ignore-revs-file", IGNORE_REVS] if (root / IGNORE_REVS).is_file() else []
-    past: list[str] = []  # the commits the next blame looks past
-    looked_through: list[str] = []  # the ones the blame that stands looked past
-    blamed: list[BlamedLine] = []
-    for _ in range(FORMATTING_ROUNDS):
-        revs = [arg for sha in past for arg in ("--ignore-rev", sha)]
-        try:
-            text = run_git(root, "blame", "--porcelain", "-w", "-M", *ignore, *revs, *ranges, "HEAD", "--", path,
-                           timeout=timeout)
-        except CodeHostError as exc:
-            if blamed:  # the blame before this round stands
-                break
-            return Blame(notes=[f"no blame for {path}: {str(exc)[:200]}"])
-        blamed, looked_through = parse_porcelain(text), list(past)
-        named = dict.fromkeys((b.sha, b.path or path) for b in blamed if not b.boundary and b.sha not in past)
-        formatting = [sha for sha, name in list(named)[:FORMATTING_CHECKS] if reformatted(root, run_git, sha, name, timeout)]
-        if not formatting:
-            break
-        past += formatting
+    try:
+        text = run_git(root, "blame", "--porcelain", "-w", *ignore, *ranges, "HEAD", "--", path, timeout=timeout)
+    except CodeHostError as exc:
+        return Blame(notes=[f"no blame for {path}: {str(exc)[:200]}"])
+    blamed, looked, stopped = _look_through(root, run_git, path, parse_porcelain(text), ignore, timeout)
     notes = []
-    if looked_through:
-        notes.append(f"{path}: looked through {len(looked_through)} commit(s) that only reformatted it "
-                     f"({', '.join(sha[:12] for sha in looked_through)})")
+    if looked:
+        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it "
+                     f"({', '.join(sha[:12] for sha in looked)})")
+    if stopped:
+        notes.append(f"{path}: stopped looking through formatting commits: {stopped[:200]}")
     shallow = [b for b in blamed if b.boundary]
     if shallow and (root / ".git" / "shallow").exists():
         notes.append(f"{path}: {len(shallow)} line(s) older than this shallow clone's history")
@@ -137,23 +132,63 @@ def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float
     return Blame(lines=blamed, notes=notes)
 
 
+def _look_through(root: Path, run_git, path: str, blamed: list[BlamedLine], ignore: list[str],
+                  timeout: float) -> tuple[list[BlamedLine], list[str], str]:
+    """`blamed` with each line a formatting commit last changed blamed again at that commit's parent; the commits
+    looked through; why it stopped early ("" when it did not: a failure keeps the blame that stands)."""
+    current = {b.line: b for b in blamed}
+    looked: list[str] = []
+    checked: set[str] = set()
+    for _ in range(FORMATTING_ROUNDS - 1):
+        named = [key for key in dict.fromkeys((b.sha, b.path or path) for b in current.values() if not b.boundary)
+                 if key not in checked][:FORMATTING_CHECKS]
+        checked.update(named)
+        found = [(sha, name, back) for sha, name in named if (back := formatting_map(root, run_git, sha, name, timeout))]
+        for sha, name, back in found:
+            targets = {b.line: back[b.source_line] for b in current.values()
+                       if (b.sha, b.path or path) == (sha, name) and b.source_line in back}
+            if not targets:
+                continue
+            ranges = [arg for n in sorted(set(targets.values())) for arg in ("-L", f"{n},{n}")]
+            try:
+                text = run_git(root, "blame", "--porcelain", "-w", *ignore, *ranges, f"{sha}^", "--", name,
+                               timeout=timeout)
+            except CodeHostError as exc:
+                return sorted(current.values(), key=lambda b: b.line), looked, str(exc)
+            again = {b.line: b for b in parse_porcelain(text)}
+            followed = [line for line, at in targets.items() if at in again]
+            for line in followed:
+                current[line] = again[targets[line]].model_copy(update={"line": line})
+            if followed:
+                looked.append(sha)
+        if not found:
+            break
+    return sorted(current.values(), key=lambda b: b.line), looked, ""
+
+
 FORMATTING_ROUNDS = 4  # blames of one file: the first, then one past each round of formatting commits found
 FORMATTING_CHECKS = 12  # commits checked for formatting per round (each reads the file twice)
 FORMATTING_MAX_BYTES = 1_000_000
 
 
-@lru_cache(maxsize=4096)
 def reformatted(root: Path, run_git, sha: str, path: str, timeout: float) -> bool:
     """Whether commit `sha` only reformatted `path`, against its first parent (a file it added or renamed, or the first
     commit, is never formatting)."""
+    return formatting_map(root, run_git, sha, path, timeout) is not None
+
+
+@lru_cache(maxsize=4096)
+def formatting_map(root: Path, run_git, sha: str, path: str, timeout: float) -> dict[int, int] | None:
+    """Where each line of `path` at `sha` came from in its parent, when `sha` only reformatted it
+    (nightwatch.codehosts.formatting.lines_before; empty where a line cannot be followed); None when it changed it."""
     try:
         before = run_git(root, "show", f"{sha}^:{path}", timeout=timeout)
         after = run_git(root, "show", f"{sha}:{path}", timeout=timeout)
     except CodeHostError:
-        return False
-    if max(len(before), len(after)) > FORMATTING_MAX_BYTES:
-        return False
-    return formatting_only(before, after, path)
+        return None
+    if max(len(before), len(after)) > FORMATTING_MAX_BYTES or not formatting_only(before, after, path):
+        return None
+    return lines_before(before, after)
 
 
 def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -> Landing:

@@ -1,7 +1,7 @@
 """Who last changed a line, from GitHub: the GraphQL API's blame of a file at the default branch, the pull request
 that brought a commit there (`associatedPullRequests`), and a commit's patch of one file (REST).
 
-GitHub blames the whole file (its ranges cannot be narrowed), without git's -w and -M: a whitespace-only commit names
+GitHub blames the whole file (its ranges cannot be narrowed), without git's -w: a whitespace-only commit names
 itself where local git would look through it. It has no --ignore-rev either, so a commit that only reformatted a
 Python file (nightwatch.codehosts.formatting) is looked through here: each of its lines is followed into the commit's
 parent by the syntax tree, which the two versions share, and blamed there, a few rounds deep as local git does. Every
