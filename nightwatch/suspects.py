@@ -28,7 +28,7 @@ from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
 from nightwatch.models import Deploy, SuspectCommit, TraceData
 from nightwatch.redact import clean, redact_diff
-from nightwatch.value_lines import value_lines
+from nightwatch.value_lines import deciding_lines, value_lines
 
 LIKELY_WITHIN = timedelta(hours=72)
 LANDED_AFTER_GRACE = timedelta(minutes=5)  # clocks of a deploy and of New Relic differ a little
@@ -56,14 +56,15 @@ def blamable_frames(traces: TraceData) -> list[tuple[str, int]]:
 
 def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_seen: datetime | None,
                     limit: int = MAX_SUSPECTS, fix_lines: Iterable[tuple[str, int]] = (),
-                    deploys: Sequence[Deploy] = ()) -> tuple[list[SuspectCommit], list[str]]:
+                    deploys: Sequence[Deploy] = (), origin: tuple[str, int] | None = None) -> tuple[list[SuspectCommit], list[str]]:
     """(suspects, best first; notes on what could not be blamed) for in-app `frames` (file, line), top frame first,
     and the lines an analysis would change (`fix_lines`: where it says the error starts, the lines its fix removes or
-    changes), which weigh as the top frame."""
+    changes), which weigh as the top frame; the conditions that decide on what the `origin` line computes weigh as
+    the statements that built the top frame's values."""
     stack = _distinct(frames)[:MAX_FRAMES]
     fixes = _distinct(fix_lines)[:MAX_FIX_LINES]
     read = _reader(host)
-    builders = _builders(read, stack[0]) if stack else []
+    builders = (_builders(read, stack[0]) if stack else []) + (_deciders(read, origin) if origin else [])
     blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes + builders)))
     by_sha: dict[str, list[Hit]] = {}
     for kind, depth, (file, line) in _weighed(stack, fixes, builders):
@@ -140,6 +141,16 @@ def _builders(read: Callable[[str], str], top: tuple[str, int]) -> list[tuple[st
     return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
 
 
+def _deciders(read: Callable[[str], str], origin: tuple[str, int]) -> list[tuple[str, int]]:
+    """The lines of the conditions that decide on the value the origin line computes (nightwatch.value_lines)."""
+    file, line = origin
+    try:
+        spans = deciding_lines(file, read(file), line)
+    except Exception:  # noqa: BLE001 - a file unreadable as code decides nothing: never a failed step
+        return []
+    return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
+
+
 def _weight(hits: list[Hit]) -> float:
     """Fix lines and frames by depth (1, 1/2, 1/3, ...); the statements that built the top frame's values count once
     per commit, at half the top frame's weight: they are on the error's data path, not on its stack."""
@@ -155,7 +166,7 @@ def _why(hits: list[Hit]) -> str:
     frames = [h for h in hits if h.kind == "frame"]
     if frames:
         return f"last changed {len(frames)} line(s) deeper in the stack"
-    return "last changed a statement that built a value the top frame's line uses"
+    return "last changed a statement that built a value the top frame's line uses, or a condition that decides on one"
 
 
 def _texts(read: Callable[[str], str], hits: list[Hit]) -> list[str]:

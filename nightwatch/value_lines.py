@@ -37,6 +37,28 @@ def value_lines(path: str, text: str, line: int) -> list[tuple[int, int]]:
     return []
 
 
+def deciding_lines(path: str, text: str, line: int) -> list[tuple[int, int]]:
+    """(first, last) line of each condition after `line`, in its function, that reads a name the statement at `line`
+    assigns (`existing = User.query...first()`, then `if existing and existing.id != user_id:`), nearest first: where
+    the analysis says a check let a value through, those conditions decide what got through. Python only; [] when
+    unknown."""
+    if not path.endswith(".py"):
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    function = _innermost_function(tree, line)
+    statements = _own_statements(function) if function is not None else []
+    holding = [s for s in statements if s.lineno <= line <= (s.end_lineno or s.lineno)]
+    if not holding:
+        return []
+    names = _assigns(min(holding, key=lambda s: (s.end_lineno or s.lineno) - s.lineno))
+    conditions = sorted((s for s in statements if s.lineno > line and isinstance(s, (ast.If, ast.While, ast.Assert))),
+                        key=lambda s: s.lineno)
+    return [_span(s) for s in conditions if names & _reads([s.test])][:MAX_STATEMENTS]
+
+
 # Python ---------------------------------------------------------------------------------------------------------
 def _python(text: str, line: int) -> list[tuple[int, int]]:
     try:

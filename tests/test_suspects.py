@@ -358,3 +358,22 @@ def test_how_long_before_it_was_first_seen_reads_in_hours_days_or_years(hours: f
     assert f"first seen {said} after it landed" in suspect_line(s)
     assert f"first seen {said} after" in _introduced_by(result) and f"first seen {said} after" in _suspect(result)
     assert SuspectCommit(sha="c" * 40).first_seen_after == "" and "first seen" not in suspect_line(SuspectCommit(sha="c" * 40))
+
+
+def test_a_check_that_let_a_duplicate_through_names_who_wrote_its_conditions(tmp_path: Path) -> None:
+    """CTFd's real history: the admin's own email got past `validate_email`, whose lookup line came from 2.0.0; the
+    conditions that read the lookup's result are where the current-user exemption was written (#959) and the create
+    path split off (#862). With the analysis' origin at the lookup, both are named after the lookup's own commit."""
+    from nightwatch.evaluation import _original_commit, load_case, prepare_repository
+
+    case = load_case(Path(__file__).resolve().parents[1] / "evals" / "ctfd-users-create-admin-email")
+    repo = prepare_repository(case, tmp_path / "repo")
+    origin = ("CTFd/schemas/users.py", 109)  # existing_user = Users.query.filter_by(email=email).first()
+    frames = [(case.crash.file, case.crash.line)]
+    alone, _ = suspect_commits(LocalRepoHost(repo), frames, None, fix_lines=[origin])
+    with_conditions, _ = suspect_commits(LocalRepoHost(repo), frames, None, fix_lines=[origin], origin=origin)
+    assert [s.subject for s in alone] == ["2.0.0 (#741)"]
+    assert [s.subject for s in with_conditions] == ["2.0.0 (#741)", "Some 2.1.0a1 bugfixes (#959)",
+                                                   "Fix creating users from the admin panel while name changes disabled (#862)"]
+    assert {_original_commit(repo, s.sha) for s in with_conditions[1:]} <= set(case.blamed_by)  # the fix's own lines' commits
+    assert "a condition that decides on one" in with_conditions[1].why

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nightwatch.value_lines import MAX_STATEMENTS, value_lines
+from nightwatch.value_lines import MAX_STATEMENTS, deciding_lines, value_lines
 
 PREVIEW = '''\
 def pages_preview():
@@ -98,3 +98,30 @@ def test_ruby_one_line_and_private_methods_and_git_line_numbers():
     text = ("class A\n  def a = 1\n  private def b(x)\n    y = x.to_s\n    y.upcase\n  end\nend\n")
     assert value_lines("a.rb", text, 5) == [(4, 4)]
     assert value_lines("a.rb", "class A\n  def b\n    s = \"a\fb\"\n    s.size\n  end\nend\n", 4) == [(3, 3)]
+
+
+CHECK = """\
+def validate_email(self, data):
+    email = data.get("email")
+    existing = Users.query.filter_by(email=email).first()
+    current = get_current_user()
+    if is_admin():
+        if existing and existing.id != data.get("id"):
+            raise ValidationError("taken")
+    else:
+        if existing:
+            if current.id != existing.id:
+                raise ValidationError("taken")
+    while existing is None:
+        existing = fallback()
+    assert existing, "no user"
+    return data
+"""
+
+
+def test_the_conditions_that_decide_on_a_checked_value_are_the_ones_that_read_it():
+    # `existing` is checked by the ifs that read it; `is_admin()` and `current` alone decide nothing about it
+    assert deciding_lines("app/schemas.py", CHECK, 3) == [(6, 6), (9, 9), (10, 10), (12, 12), (14, 14)]
+    assert deciding_lines("app/schemas.py", CHECK, 4) == [(10, 10)]
+    assert deciding_lines("app/schemas.py", CHECK, 15) == [] and deciding_lines("app/schemas.py", "def f(:\n", 1) == []
+    assert deciding_lines("app/models/user.rb", CHECK, 3) == []  # Python only
