@@ -64,7 +64,8 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
     stack = _distinct(frames)[:MAX_FRAMES]
     fixes = _distinct(fix_lines)[:MAX_FIX_LINES]
     read = _reader(host)
-    builders = (_builders(read, stack[0]) if stack else []) + (_deciders(read, origin) if origin else [])
+    builders = (_slice_lines(read, stack[0], value_lines) if stack else []) + \
+        (_slice_lines(read, origin, deciding_lines) if origin else [])
     blamed, notes = _blame_stack(host, list(dict.fromkeys(stack + fixes + builders)))
     by_sha: dict[str, list[Hit]] = {}
     for kind, depth, (file, line) in _weighed(stack, fixes, builders):
@@ -131,22 +132,15 @@ def _reader(host: object) -> Callable[[str], str]:
     return read
 
 
-def _builders(read: Callable[[str], str], top: tuple[str, int]) -> list[tuple[str, int]]:
-    """The lines of the statements that built the values the top frame's line uses (nightwatch.value_lines)."""
-    file, line = top
+def _slice_lines(read: Callable[[str], str], at: tuple[str, int],
+                 slicer: Callable[[str, str, int], list[tuple[int, int]]]) -> list[tuple[str, int]]:
+    """The lines `slicer` (nightwatch.value_lines) finds around line `at`: the statements that built the values the
+    top frame's line uses (value_lines), or the conditions that decide on what the origin line computes
+    (deciding_lines)."""
+    file, line = at
     try:
-        spans = value_lines(file, read(file), line)
-    except Exception:  # noqa: BLE001 - a file unreadable as code builds nothing: never a failed step
-        return []
-    return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
-
-
-def _deciders(read: Callable[[str], str], origin: tuple[str, int]) -> list[tuple[str, int]]:
-    """The lines of the conditions that decide on the value the origin line computes (nightwatch.value_lines)."""
-    file, line = origin
-    try:
-        spans = deciding_lines(file, read(file), line)
-    except Exception:  # noqa: BLE001 - a file unreadable as code decides nothing: never a failed step
+        spans = slicer(file, read(file), line)
+    except Exception:  # noqa: BLE001 - a file unreadable as code slices to nothing: never a failed step
         return []
     return [(file, n) for first, last in spans for n in range(first, last + 1)][:MAX_FIX_LINES]
 
