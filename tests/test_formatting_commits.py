@@ -87,11 +87,41 @@ def test_a_change_that_only_looks_like_formatting_is_a_change(before: str, after
 
 @pytest.mark.parametrize(("before", "after", "path"), [
     ("x = 1\n-1\np x\n", "x = 1 -1\np x\n", "m.rb"),  # Ruby: a line break ends a statement
-    ("  :only => [ :a,\n    :b ]\n", "  only: [:a, :b]\n", "m.rb"),  # even where it would be layout
+    ("f -1\n", "f - 1\n", "m.rb"),  # a space decides between an argument and a subtraction
+    ("  :only => [ :a,\n    :b ]\n", "  only: [:a, :b]\n", "m.rb"),  # another way to write the same hash: a change
+    ("v = /\\A[^@]+\\z/\n", "v = /\\A[^@ ]+\\z/\n", "m.rb"),
+    ("v = /\\A#{U}\\Z/\n", "v = /\\A#{U}\\z/\n", "m.rb"),
+    ("s = '#{x}'\n", 's = "#{x}"\n', "m.rb"),  # single quotes do not interpolate
+    ("s = '#@x'\n", 's = "#@x"\n', "m.rb"),
+    ("s = +''\n", "# frozen_string_literal: true\ns = +''\n", "m.rb"),  # a magic comment is code
+    ("# encoding: ascii\ns = 'x'\n", "# encoding: utf-8\ns = 'x'\n", "m.rb"),
+    ("ok = a.start_with? /x y/\n", "ok = a.start_with? /xy/\n", "m.rb"),  # a slash Ruby reads as a regexp
+    ("x = y /2\n", "x = y / 2\n", "m.rb"),
+    ("begin\nrescue NoIpsError\nend\n", "begin\nrescue NoIPsError\nend\n", "m.rb"),
+    ("q = <<~SQL\n  a  b\nSQL\n", "q = <<~SQL\n  a b\nSQL\n", "m.rb"),  # a heredoc's lines are text
+    ("q = <<-eos\n  a\n  eos\nx\n", "q = <<-eos\n  a\neos\n  eos\nx\n", "m.rb"),  # a lowercase heredoc name too
+    ("@x ||= (a and b)\n", "@x ||= a and b\n", "m.rb"),  # `and` binds looser than `||=`
+    ("foo(a, b)\n", "foo a, b\n", "m.rb"),  # the same call, another tree: never judged layout
+    ("def f(\n", "def f( \n", "m.rb"),  # does not parse: no verdict
+    ("x = 1\n__END__\na\n", "x = 1\n__END__\nb\n", "m.rb"),  # DATA is read
     ("let a = 1;\n", "let a = 1 ;\n", "m.js"),
 ])
-def test_other_languages_are_never_formatting(before: str, after: str, path: str) -> None:
+def test_a_change_ruby_reads_differently_and_other_languages_are_never_formatting(before: str, after: str,
+                                                                                path: str) -> None:
     assert not formatting_only(before, after, path)
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("before_action :a,\n  only: [:b, :c]\n", "before_action :a, only: [:b, :c]\n"),  # a line rejoined
+    ("class A\n  def b\n  end\nend\n", "# Docs for A\nclass A\n  def b\n  end\nend\n"),  # Style/Documentation
+    ("def f(a,b)\n  a+b   \nend\n", "def f(a, b)\n  a + b\nend\n"),  # spaces around operators, trailing ones
+    ("x = [1,\n     2]\n", "x = [\n  1,\n  2\n]\n"),
+    ("a.b\n .c\n", "a.b.c\n"),
+])
+def test_what_rubocop_does_to_layout_is_formatting(before: str, after: str) -> None:
+    assert formatting_only(before, after, "app/models/story.rb")
+    back = lines_before(before, after, "app/models/story.rb")
+    assert back[1] == 1  # the first line of a statement maps to its first line
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +165,10 @@ def test_each_line_a_formatter_wrote_maps_to_the_line_it_came_from() -> None:
     before = "import os\n\ndef f(a,\n      b):\n    x = call(a,\n             b)  # why\n    return x\n"
     after = "import os\n\n\ndef f(a, b):\n    # why\n    x = call(a, b)\n    return x\n"
     assert formatting_only(before, after, "m.py")
-    back = lines_before(before, after)
+    back = lines_before(before, after, "m.py")
     assert back[1] == 1 and back[4] == 3 and back[6] == 5 and back[7] == 7  # a joined call: its first line
     assert back[2] == back[3] == 1  # blank lines, as comments, take the nearest code line above
-    assert lines_before("def f(:\n", after) == {}
+    assert lines_before("def f(:\n", after, "m.py") == {}
 
 
 @pytest.mark.parametrize(("before", "after", "expected"), [
@@ -153,14 +183,14 @@ def test_each_line_a_formatter_wrote_maps_to_the_line_it_came_from() -> None:
 ])
 def test_a_line_maps_to_where_its_own_statement_started(before: str, after: str, expected: dict[int, int]) -> None:
     assert formatting_only(before, after, "m.py")
-    back = lines_before(before, after)
+    back = lines_before(before, after, "m.py")
     assert {line: back[line] for line in expected} == expected
 
 
 def test_what_python_and_git_count_as_lines_differently_maps_nothing() -> None:
     """Python ends a line at a lone carriage return; git and GitHub number lines by newlines only."""
     before, after = "# note\rx = 0\nb = f(1,\n      2)\nc = 3\n", "# note\rx = 0\nb = f(1, 2)\nc = 3\n"
-    assert formatting_only(before, after, "m.py") and lines_before(before, after) == {}
+    assert formatting_only(before, after, "m.py") and lines_before(before, after, "m.py") == {}
 
 
 def test_a_reindented_docstring_is_formatting_as_black_judges_it_and_a_changed_string_is_not() -> None:
@@ -175,7 +205,7 @@ def test_a_string_of_many_lines_in_deep_brackets_maps_in_one_pass() -> None:
     """Each line is mapped once per statement around it, not once per node: 190 brackets around a string of 300,000
     lines took 50 s when every node's lines were."""
     body = "x = " + "[" * 190 + '"""' + "\n" * 300_000 + '"""' + "]" * 190 + "\n"
-    back = lines_before(body, "# why\n" + body)
+    back = lines_before(body, "# why\n" + body, "m.py")
     assert back[2] == 1 and back[300_001] == 1 and 1 not in back and len(back) == 300_002  # the comment: nothing above
 
 
@@ -275,3 +305,38 @@ def test_local_blame_places_every_line_black_wrote_where_git_s_ignore_rev_leaves
         placed_by_git += len(placed)
         agree += sum(ours[n] == ignored[n] for n in placed)
     assert left_by_git >= 20 and agree >= 0.99 * placed_by_git  # 31 left; 2,666 of 2,669 alike
+
+
+def test_a_real_rubocop_run_is_layout_and_a_real_standardrb_run_that_changed_code_is_not(tmp_path: Path) -> None:
+    """Lobsters' real history: rubocop's Style/Documentation run (7a4a4a7) only rejoined `before_action` lines and
+    added a trailing comma in StoriesController; standardrb (c3f8625) also rewrote hash rockets, quotes and
+    `@user && @user.is_moderator?` as `@user&.is_moderator?`, which the tree does not take for layout."""
+    dupe = prepare_repository(load_case(EVALS / "lobsters-check-url-dupe-anonymous"), tmp_path / "dupe")
+    rubocop = _commit(dupe, "7a4a4a738fc4448f3c035fee3b663da509ee248c")
+    assert reformatted(dupe, run_git, rubocop, "app/controllers/stories_controller.rb", 30.0)
+    rss = prepare_repository(load_case(EVALS / "lobsters-rss-invalid-token"), tmp_path / "rss")
+    standardrb = _commit(rss, "c3f8625788245129903f31622bb452957223fc44")
+    assert not reformatted(rss, run_git, standardrb, "app/controllers/application_controller.rb", 30.0)
+
+
+def test_blame_looks_through_a_rubocop_run_to_who_wrote_the_ruby(tmp_path: Path) -> None:
+    repo, path = tmp_path / "app", "app/controllers/stories_controller.rb"
+    (repo / "app" / "controllers").mkdir(parents=True)
+
+    def commit(text: str, message: str, author: str) -> str:
+        (repo / path).write_text(text)
+        run_git(repo, "add", path)
+        run_git(repo, "-c", f"user.name={author}", "-c", "user.email=a@example.com", "commit", "-q", "-m", message)
+        return run_git(repo, "rev-parse", "HEAD").strip()
+
+    run_git(repo, "init", "-q")
+    commit("class StoriesController\nend\n", "start", "Ann")
+    wrote = commit("class StoriesController\n  before_action :require_user,\n    :only => [ :upvote,\n    :save ]\nend\n",
+                   "require a user to vote", "Bob")
+    rubocop = commit("class StoriesController\n  before_action :require_user,\n    :only => [ :upvote, :save, ]\nend\n",
+                     "rubocop -a", "Cy")
+    plain = {b.line: b.sha for b in parse_porcelain(run_git(repo, "blame", "--porcelain", "-w", "HEAD", "--", path))}
+    assert plain[3] == rubocop  # the rejoined line: git's own blame names the formatter
+    blame = LocalRepoHost(repo).blame(path, [2, 3])
+    assert [b.sha for b in blame.lines] == [wrote, wrote]
+    assert any("only reformatted" in n and rubocop[:12] in n for n in blame.notes)

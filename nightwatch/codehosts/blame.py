@@ -188,7 +188,7 @@ def formatting_map(root: Path, run_git, sha: str, path: str, timeout: float) -> 
         return None
     if max(len(before), len(after)) > FORMATTING_MAX_BYTES or not formatting_only(before, after, path):
         return None
-    return lines_before(before, after)
+    return lines_before(before, after, path)
 
 
 def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -> Landing:

@@ -1,14 +1,16 @@
-"""Formatting-only changes: what black, ruff format or autopep8 do to a Python file without changing what it does.
-Blame looks through them, as it looks through whitespace-only edits: "introduced by Format all the things" names
-whoever ran the formatter, and the team routes the issue to the wrong person.
+"""Formatting-only changes: what black, ruff format or autopep8 do to a Python file, or rubocop -a and standardrb
+--fix to a Ruby one, without changing what it does. Blame looks through them, as it looks through whitespace-only
+edits: "introduced by Format all the things" names whoever ran the formatter, and the team routes the issue to the
+wrong person.
 
-A change is formatting-only when both versions of the whole file parse to the same syntax tree (the check black
-itself runs before it writes a file): layout, comments, quotes, trailing commas and grouping parentheses leave the
-tree as it was; a one-element tuple that lost its comma, a statement that left its block or an import that moved do
-not. What the tree does not hold but running the file does is compared too: the encoding declaration and the
-`#!` line. Any other language, and a file either version of which does not parse, is never formatting: a lexer of
-our own for Ruby (whose line breaks end statements, whose slashes may start a regexp and whose heredocs hold text)
-would judge some changes that matter as layout.
+A Python change is formatting-only when both versions of the whole file parse to the same syntax tree (the check
+black itself runs before it writes a file): layout, comments, quotes, trailing commas and grouping parentheses leave
+the tree as it was; a one-element tuple that lost its comma, a statement that left its block or an import that moved
+do not. What the tree does not hold but running the file does is compared too: the encoding declaration and the
+`#!` line. A Ruby change is formatting-only when both versions read as the same tree, node for node and token for
+token (nightwatch.codehosts.ruby_tree: Ruby's line breaks and spaces can change what a file does, so only what the
+tree leaves out may differ). Any other language, and a file either version of which does not parse, is never
+formatting.
 """
 
 from __future__ import annotations
@@ -19,15 +21,26 @@ import threading
 import warnings
 from pathlib import PurePosixPath
 
+from nightwatch.codehosts.ruby_tree import RUBY_NAMES, RUBY_SUFFIXES, ruby_lines_before, ruby_tokens
+
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 _QUIET = threading.Lock()  # warnings.catch_warnings changes process-wide state: one parse at a time
+
+
+def judged(path: str) -> bool:
+    """Whether a change of `path` can be judged formatting-only at all: Python and Ruby files."""
+    name = PurePosixPath(path)
+    return name.suffix in (".py", ".pyi", *RUBY_SUFFIXES) or name.name in RUBY_NAMES
 
 
 def formatting_only(before: str, after: str, path: str) -> bool:
     """Whether a change of `path` from `before` to `after` (the whole file on each side) differs only in layout. A
     change that added or removed only blank lines and comments is formatting too."""
-    if before == after or PurePosixPath(path).suffix not in (".py", ".pyi"):
+    if before == after or not judged(path):
         return False
+    if PurePosixPath(path).suffix not in (".py", ".pyi"):
+        old_tokens = ruby_tokens(before)
+        return old_tokens is not None and old_tokens == ruby_tokens(after)
     old, new = _python_tree(before), _python_tree(after)
     return old is not None and old == new and _run_as(before) == _run_as(after)
 
@@ -62,15 +75,17 @@ def _run_as(text: str) -> tuple[str, str]:
     return shebang, coding.group(1).lower() if coding else ""
 
 
-def lines_before(before: str, after: str) -> dict[int, int]:
+def lines_before(before: str, after: str, path: str) -> dict[int, int]:
     """For a formatting-only change (`formatting_only(before, after, path)`), the line of `before` that each line of
-    `after` came from. Both trees have the same nodes in the same order, so a line where a node starts maps to where
+    `after` came from (a Ruby file: nightwatch.codehosts.ruby_tree.ruby_lines_before). Both trees have the same nodes in the same order, so a line where a node starts maps to where
     that node starts in `before`, the outermost node starting there deciding (a call black joined onto one line: its
     statement's first line); a line where none starts (`else:`, `finally:`, a closing `):`, the rest of a string)
     maps to where its innermost statement starts; a line outside every statement (a comment between them) takes the
     nearest line above. Each node is visited once and each line once per statement around it (Python nests blocks
     at most 100 deep). Empty when either side does not parse, or holds a lone carriage return (Python ends a line
     there; git and GitHub do not, so their line numbers would differ)."""
+    if PurePosixPath(path).suffix not in (".py", ".pyi"):
+        return ruby_lines_before(before, after) if judged(path) else {}
     trees = None if _LONE_CR.search(before) or _LONE_CR.search(after) else _trees(before, after)
     if trees is None:
         return {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from pathlib import PurePosixPath
 from typing import Any, Callable
 
 from nightwatch.codehosts.blame import (
@@ -26,7 +25,7 @@ from nightwatch.codehosts.blame import (
     Landing,
     hunks_writing,
 )
-from nightwatch.codehosts.formatting import formatting_only, lines_before
+from nightwatch.codehosts.formatting import formatting_only, judged, lines_before
 
 BLAME_QUERY = """
 query($owner: String!, $name: String!, $ref: String!, $path: String!) {
@@ -158,14 +157,14 @@ class _History:
             parent, after = changed.get(sha, ("", None))
             old = before[parent][1] if parent else None
             formatting = old is not None and after is not None and formatting_only(old, after, self.path)
-            self.cache[("verdict", sha, self.path)] = (parent, lines_before(old, after), after) if formatting else None
+            self.cache[("verdict", sha, self.path)] = (parent, lines_before(old, after, self.path), after) if formatting else None
         return {sha: verdict for sha in shas if (verdict := self.cache[("verdict", sha, self.path)]) is not None}
 
     def look_through(self, ref: str, blamed: list[BlamedLine]) -> tuple[list[BlamedLine], list[str], str]:
         """`blamed` (lines of the file at `ref`) with each line a formatting commit last changed blamed again at that
         commit's parent, a few rounds deep; the commits looked through; why it stopped early ("" when it did not). A
         failure keeps the blame that stands."""
-        if PurePosixPath(self.path).suffix not in (".py", ".pyi"):
+        if not judged(self.path):
             return blamed, [], ""
         current = {b.line: b for b in blamed}
         where = {b.line: (ref, b.line) for b in blamed}  # each line, as the revision last blamed numbers it
