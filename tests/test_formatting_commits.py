@@ -104,6 +104,7 @@ def test_a_change_that_only_looks_like_formatting_is_a_change(before: str, after
     ("foo(a, b)\n", "foo a, b\n", "m.rb"),  # the same call, another tree: never judged layout
     ("def f(\n", "def f( \n", "m.rb"),  # does not parse: no verdict
     ("x = 1\n__END__\na\n", "x = 1\n__END__\nb\n", "m.rb"),  # DATA is read
+    ("f(1,\n  2)\nx = __LINE__\n", "f(1, 2)\nx = __LINE__\n", "m.rb"),  # __LINE__ is its line: joining moved it
     ("let a = 1;\n", "let a = 1 ;\n", "m.js"),
 ])
 def test_a_change_ruby_reads_differently_and_other_languages_are_never_formatting(before: str, after: str,

@@ -4,7 +4,7 @@ that changed it, and for following each line of a reformatted file back to where
 A Ruby file's layout is not free: a line break ends a statement (`x = 1` then `-1` is two statements, `x = 1 -1` one),
 a space decides whether a slash starts a regexp, a heredoc's lines are text. So the comparison is of the whole tree,
 every node's kind and every token's text, in order: only what the tree does not hold (spaces, line breaks where they
-end nothing, comments) may differ, and a trailing comma in an array, a hash or a call's arguments (`[:a, :b,]` is
+end nothing, comments) may differ (not where a `__LINE__` stands: its value is its line), and a trailing comma in an array, a hash or a call's arguments (`[:a, :b,]` is
 `[:a, :b]`; a block's `|a,|` is not, and stays). A comment Ruby reads is kept: the magic comments (`# frozen_string_literal: true`,
 `# encoding: ...`, `# warn_indent: ...`, `# shareable_constant_value: ...`) and the `#!` line. A file the grammar
 cannot parse whole (an ERROR or MISSING node anywhere) is never formatting.
@@ -35,7 +35,8 @@ def ruby_tokens(text: str) -> list[tuple[str, str]] | None:
     for node, opening in _walk(tree):
         if node.child_count == 0:
             if opening:
-                out.append((node.type, node.text.decode("utf-8", "replace") if node.text is not None else ""))
+                text = node.text.decode("utf-8", "replace") if node.text is not None else ""
+                out.append((node.type, f"{text}@{node.start_point[0]}" if text == "__LINE__" else text))
         else:
             out.append((node.type, "") if opening else ("", ""))
     return out
