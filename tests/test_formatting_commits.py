@@ -105,6 +105,24 @@ def test_a_change_that_only_looks_like_formatting_is_a_change(before: str, after
     ("def f(\n", "def f( \n", "m.rb"),  # does not parse: no verdict
     ("x = 1\n__END__\na\n", "x = 1\n__END__\nb\n", "m.rb"),  # DATA is read
     ("f(1,\n  2)\nx = __LINE__\n", "f(1, 2)\nx = __LINE__\n", "m.rb"),  # __LINE__ is its line: joining moved it
+    # found by an attacker's review: Ruby reads these by their spaces or line breaks, the grammar's tree does not
+    ("p +1\n", "p + 1\n", "m.rb"),  # p(+1), then p() + 1
+    ("x = @a.size +1\n", "x = @a.size + 1\n", "m.rb"),
+    ("x = defined?(String).nil?\n", "x = defined? (String).nil?\n", "m.rb"),
+    ("v = (not(nil).to_s)\n", "v = (not (nil).to_s)\n", "m.rb"),
+    ("# encoding: ascii-8bit\nx = 1\n", "\n# encoding: ascii-8bit\nx = 1\n", "m.rb"),  # read on line 1 only
+    ("# coding=binary\nx = 1\n", "x = 1\n", "m.rb"),
+    ("foo(&b)\n", "foo(&b,)\n", "m.rb"),  # Ruby rejects a comma after a block argument
+    ("x = [1, 2]\n", "x = [1\n, 2]\n", "m.rb"),  # nor a line that starts with a comma
+    ("x = a ? b : c\n", "x = a ? b\n: c\n", "m.rb"),
+    ("x = y rescue z\n", "x = y rescue\nz\n", "m.rb"),
+    ("=begin\ndoc\n=end\nx = 1\n", " =begin\ndoc\n =end\nx = 1\n", "m.rb"),  # only at column 0
+    ("p 1\n__END__\nfoo\n", "p 1\n __END__\nfoo\n", "m.rb"),
+    ("foo.bar\n", "foo\n\n.bar\n", "m.rb"),
+    # and so the spaces rubocop puts around an operator or inside brackets are not taken for layout: a formatter's
+    # commit is then named, never a real change looked through
+    ("def f(a,b)\n  a+b\nend\n", "def f(a, b)\n  a + b\nend\n", "m.rb"),
+    ("x = [1,\n     2]\n", "x = [\n  1,\n  2\n]\n", "m.rb"),
     ("let a = 1;\n", "let a = 1 ;\n", "m.js"),
 ])
 def test_a_change_ruby_reads_differently_and_other_languages_are_never_formatting(before: str, after: str,
@@ -115,9 +133,9 @@ def test_a_change_ruby_reads_differently_and_other_languages_are_never_formattin
 @pytest.mark.parametrize(("before", "after"), [
     ("before_action :a,\n  only: [:b, :c]\n", "before_action :a, only: [:b, :c]\n"),  # a line rejoined
     ("class A\n  def b\n  end\nend\n", "# Docs for A\nclass A\n  def b\n  end\nend\n"),  # Style/Documentation
-    ("def f(a,b)\n  a+b   \nend\n", "def f(a, b)\n  a + b\nend\n"),  # spaces around operators, trailing ones
-    ("x = [1,\n     2]\n", "x = [\n  1,\n  2\n]\n"),
-    ("a.b\n .c\n", "a.b.c\n"),
+    ("def f(a, b)\n    a + b   \nend\n", "def f(a, b)\n  a + b\nend\n"),  # indentation, trailing spaces
+    ("x = [1,\n     2]\n", "x = [1,\n  2]\n"),
+    ("foo(a,\n    b)\n", "foo(a, b)\n"),
 ])
 def test_what_rubocop_does_to_layout_is_formatting(before: str, after: str) -> None:
     assert formatting_only(before, after, "app/models/story.rb")

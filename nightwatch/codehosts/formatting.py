@@ -21,7 +21,7 @@ import threading
 import warnings
 from pathlib import PurePosixPath
 
-from nightwatch.codehosts.ruby_tree import RUBY_NAMES, RUBY_SUFFIXES, ruby_lines_before, ruby_tokens
+from nightwatch.codehosts.ruby_tree import RUBY_NAMES, RUBY_SUFFIXES, ruby_encoding, ruby_lines_before, ruby_tokens
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
 _QUIET = threading.Lock()  # warnings.catch_warnings changes process-wide state: one parse at a time
@@ -40,7 +40,7 @@ def formatting_only(before: str, after: str, path: str) -> bool:
         return False
     if PurePosixPath(path).suffix not in (".py", ".pyi"):
         old_tokens = ruby_tokens(before)
-        return old_tokens is not None and old_tokens == ruby_tokens(after)
+        return old_tokens is not None and old_tokens == ruby_tokens(after) and ruby_encoding(before) == ruby_encoding(after)
     old, new = _python_tree(before), _python_tree(after)
     return old is not None and old == new and _run_as(before) == _run_as(after)
 
