@@ -107,6 +107,7 @@ def test_a_change_that_only_looks_like_formatting_is_a_change(before: str, after
     ("f(1,\n  2)\nx = __LINE__\n", "f(1, 2)\nx = __LINE__\n", "m.rb"),  # __LINE__ is its line: joining moved it
     # found by an attacker's review: Ruby reads these by their spaces or line breaks, the grammar's tree does not
     ("p +1\n", "p + 1\n", "m.rb"),  # p(+1), then p() + 1
+    ("s = 'caf\ufffd'\nf(1,\n  2)\n", "s = 'caf\ufffd'\nf(1, 2)\n", "m.rb"),  # Latin-1 read as UTF-8: é and è alike
     ("x = @a.size +1\n", "x = @a.size + 1\n", "m.rb"),
     ("x = defined?(String).nil?\n", "x = defined? (String).nil?\n", "m.rb"),
     ("v = (not(nil).to_s)\n", "v = (not (nil).to_s)\n", "m.rb"),

@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from nightwatch.codehosts.ruby_tree import RUBY_NAMES, RUBY_SUFFIXES, ruby_encoding, ruby_lines_before, ruby_tokens
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.M)
+_REPLACED = "\ufffd"
 _QUIET = threading.Lock()  # warnings.catch_warnings changes process-wide state: one parse at a time
 
 
@@ -36,8 +37,8 @@ def judged(path: str) -> bool:
 def formatting_only(before: str, after: str, path: str) -> bool:
     """Whether a change of `path` from `before` to `after` (the whole file on each side) differs only in layout. A
     change that added or removed only blank lines and comments is formatting too."""
-    if before == after or not judged(path):
-        return False
+    if before == after or not judged(path) or _REPLACED in before or _REPLACED in after:
+        return False  # bytes that were not UTF-8 read as U+FFFD: two different ones would compare equal
     if PurePosixPath(path).suffix not in (".py", ".pyi"):
         old_tokens = ruby_tokens(before)
         return old_tokens is not None and old_tokens == ruby_tokens(after) and ruby_encoding(before) == ruby_encoding(after)
