@@ -42,18 +42,11 @@ def deciding_lines(path: str, text: str, line: int) -> list[tuple[int, int]]:
     assigns (`existing = User.query...first()`, then `if existing and existing.id != user_id:`), nearest first: where
     the analysis says a check let a value through, those conditions decide what got through. Python only; [] when
     unknown."""
-    if not path.endswith(".py"):
+    found = _statement_at(text, line) if path.endswith(".py") else None
+    if found is None:
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    function = _innermost_function(tree, line)
-    statements = _own_statements(function) if function is not None else []
-    holding = [s for s in statements if s.lineno <= line <= (s.end_lineno or s.lineno)]
-    if not holding:
-        return []
-    names = _assigns(min(holding, key=lambda s: (s.end_lineno or s.lineno) - s.lineno))
+    at, statements = found
+    names = _assigns(at)
     conditions = sorted((s for s in statements if s.lineno > line and isinstance(s, (ast.If, ast.While, ast.Assert))),
                         key=lambda s: s.lineno)
     return [_span(s) for s in conditions if names & _reads([s.test])][:MAX_STATEMENTS]
@@ -61,19 +54,11 @@ def deciding_lines(path: str, text: str, line: int) -> list[tuple[int, int]]:
 
 # Python ---------------------------------------------------------------------------------------------------------
 def _python(text: str, line: int) -> list[tuple[int, int]]:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past what the parser takes
+    found = _statement_at(text, line)
+    if found is None:
         return []
-    function = _innermost_function(tree, line)
-    if function is None:
-        return []
-    statements = [s for s in _own_statements(function) if s.lineno <= line]
-    crash = [s for s in statements if s.lineno <= line <= (s.end_lineno or s.lineno)]
-    if not crash:
-        return []
-    # the innermost statement holding the line: the shortest, and of a one-line `if x: return y` the body, not the if
-    at = min(crash, key=lambda s: ((s.end_lineno or s.lineno) - s.lineno, -s.col_offset))
+    at, statements = found
+    statements = [s for s in statements if s.lineno <= line]
     wanted = _reads(_own_part(at))
     earlier = []
     for s in sorted(statements, key=lambda s: -s.lineno):
@@ -81,6 +66,21 @@ def _python(text: str, line: int) -> list[tuple[int, int]]:
         if s is not at and span[1] < line and assigns:
             earlier.append((*span, assigns, _reads(_own_part(s)) | _updated(s)))
     return _slice(wanted, earlier)
+
+
+def _statement_at(text: str, line: int) -> tuple[ast.stmt, list[ast.stmt]] | None:
+    """The innermost statement holding `line` (the shortest, and of a one-line `if x: return y` the body, not the if)
+    and every statement of its function's own scope; None outside a function or where the text does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past what the parser takes
+        return None
+    function = _innermost_function(tree, line)
+    statements = _own_statements(function) if function is not None else []
+    holding = [s for s in statements if s.lineno <= line <= (s.end_lineno or s.lineno)]
+    if not holding:
+        return None
+    return min(holding, key=lambda s: ((s.end_lineno or s.lineno) - s.lineno, -s.col_offset)), statements
 
 
 def _span(statement: ast.stmt) -> tuple[int, int]:

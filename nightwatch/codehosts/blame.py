@@ -119,12 +119,7 @@ def blame_lines(root: Path, run_git, path: str, lines: list[int], timeout: float
     except CodeHostError as exc:
         return Blame(notes=[f"no blame for {path}: {str(exc)[:200]}"])
     blamed, looked, stopped = _look_through(root, run_git, path, parse_porcelain(text), ignore, timeout)
-    notes = []
-    if looked:
-        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it "
-                     f"({', '.join(sha[:12] for sha in looked)})")
-    if stopped:
-        notes.append(f"{path}: stopped looking through formatting commits: {stopped[:200]}")
+    notes = formatting_notes(path, looked, stopped)
     shallow = [b for b in blamed if b.boundary]
     if shallow and (root / ".git" / "shallow").exists():
         notes.append(f"{path}: {len(shallow)} line(s) older than this shallow clone's history")
@@ -166,6 +161,20 @@ def _look_through(root: Path, run_git, path: str, blamed: list[BlamedLine], igno
     return sorted(current.values(), key=lambda b: b.line), looked, ""
 
 
+def formatting_notes(path: str, looked: list[str], stopped: str) -> list[str]:
+    """What the research notes say of the formatting commits a blame of `path` looked through, and of why it stopped
+    early: the same words from local git and from GitHub."""
+    notes = []
+    if looked:
+        shown = ", ".join(sha[:12] for sha in looked[:NOTED_COMMITS])
+        more = f" and {len(looked) - NOTED_COMMITS} more" if len(looked) > NOTED_COMMITS else ""
+        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it ({shown}{more})")
+    if stopped:
+        notes.append(f"{path}: stopped looking through formatting commits: {stopped[:200]}")
+    return notes
+
+
+NOTED_COMMITS = 6
 FORMATTING_ROUNDS = 4  # blames of one file: the first, then one past each round of formatting commits found
 FORMATTING_CHECKS = 12  # commits checked for formatting per round (each reads the file twice)
 FORMATTING_MAX_BYTES = 1_000_000

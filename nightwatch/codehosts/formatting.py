@@ -31,7 +31,11 @@ _QUIET = threading.Lock()  # warnings.catch_warnings changes process-wide state:
 def judged(path: str) -> bool:
     """Whether a change of `path` can be judged formatting-only at all: Python and Ruby files."""
     name = PurePosixPath(path)
-    return name.suffix in (".py", ".pyi", *RUBY_SUFFIXES) or name.name in RUBY_NAMES
+    return _python(path) or name.suffix in RUBY_SUFFIXES or name.name in RUBY_NAMES
+
+
+def _python(path: str) -> bool:
+    return PurePosixPath(path).suffix in (".py", ".pyi")
 
 
 def formatting_only(before: str, after: str, path: str) -> bool:
@@ -39,7 +43,7 @@ def formatting_only(before: str, after: str, path: str) -> bool:
     change that added or removed only blank lines and comments is formatting too."""
     if before == after or not judged(path) or _REPLACED in before or _REPLACED in after:
         return False  # bytes that were not UTF-8 read as U+FFFD: two different ones would compare equal
-    if PurePosixPath(path).suffix not in (".py", ".pyi"):
+    if not _python(path):
         old_tokens = ruby_tokens(before)
         return old_tokens is not None and old_tokens == ruby_tokens(after) and ruby_encoding(before) == ruby_encoding(after)
     old, new = _python_tree(before), _python_tree(after)
@@ -78,14 +82,14 @@ def _run_as(text: str) -> tuple[str, str]:
 
 def lines_before(before: str, after: str, path: str) -> dict[int, int]:
     """For a formatting-only change (`formatting_only(before, after, path)`), the line of `before` that each line of
-    `after` came from (a Ruby file: nightwatch.codehosts.ruby_tree.ruby_lines_before). Both trees have the same nodes in the same order, so a line where a node starts maps to where
-    that node starts in `before`, the outermost node starting there deciding (a call black joined onto one line: its
-    statement's first line); a line where none starts (`else:`, `finally:`, a closing `):`, the rest of a string)
+    `after` came from (a Ruby file: nightwatch.codehosts.ruby_tree.ruby_lines_before). Both trees have the same nodes
+    in the same order, so a line where a node starts maps to where that node starts in `before`, the outermost node
+    starting there deciding (a call black joined onto one line: its statement's first line); a line where none starts (`else:`, `finally:`, a closing `):`, the rest of a string)
     maps to where its innermost statement starts; a line outside every statement (a comment between them) takes the
     nearest line above. Each node is visited once and each line once per statement around it (Python nests blocks
     at most 100 deep). Empty when either side does not parse, or holds a lone carriage return (Python ends a line
     there; git and GitHub do not, so their line numbers would differ)."""
-    if PurePosixPath(path).suffix not in (".py", ".pyi"):
+    if not _python(path):
         return ruby_lines_before(before, after) if judged(path) else {}
     trees = None if _LONE_CR.search(before) or _LONE_CR.search(after) else _trees(before, after)
     if trees is None:

@@ -23,6 +23,7 @@ from nightwatch.codehosts.blame import (
     Blame,
     BlamedLine,
     Landing,
+    formatting_notes,
     hunks_writing,
 )
 from nightwatch.codehosts.formatting import formatting_only, judged, lines_before
@@ -97,16 +98,7 @@ def blame_via_graphql(query: Query, slug: str, ref: str, path: str, lines: list[
     missing = len(wanted) - len(out)
     notes = [f"{path}: GitHub's blame has no range for {missing} line(s)"] if missing else []
     out, looked, stopped = history.look_through(ref, out)
-    if looked:
-        shown = ", ".join(sha[:12] for sha in looked[:NOTED_COMMITS]) + (f" and {len(looked) - NOTED_COMMITS} more"
-                                                                      if len(looked) > NOTED_COMMITS else "")
-        notes.append(f"{path}: looked through {len(looked)} commit(s) that only reformatted it ({shown})")
-    if stopped:
-        notes.append(f"{path}: stopped looking through formatting commits: {stopped[:200]}")
-    return Blame(lines=out, notes=notes)
-
-
-NOTED_COMMITS = 6
+    return Blame(lines=out, notes=notes + formatting_notes(path, looked, stopped))
 
 
 class _History:
