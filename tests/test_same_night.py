@@ -105,8 +105,10 @@ def _issue_files(home: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((home / "tracker" / "issues").glob("*.md"))}
 
 
-def _investigation_requests(bodies: list[dict]) -> list[dict]:
-    return [b for b in bodies if (b.get("tool_choice") or {}).get("name") != TRIAGE_TOOL]
+def _investigation_requests(bodies: list[dict | None]) -> list[dict]:
+    """The investigation requests among `bodies`; a request whose body never arrived (its sender was killed while
+    sending it: the fake reads an empty body, JSON null) names no error and is no request."""
+    return [b for b in bodies if b is not None and (b.get("tool_choice") or {}).get("name") != TRIAGE_TOOL]
 
 
 def _by_error(bodies: list[dict]) -> Counter[str]:
