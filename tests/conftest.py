@@ -8,10 +8,16 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+# pytest keeps each test module with its asserts rewritten in tests/__pycache__, unless bytecode may not be written
+# (PYTHONDONTWRITEBYTECODE, set in many CI images): then each of the five workers rewrote all of them on every run,
+# about 3.6 s of CPU each. This process writes them; the processes tests start still inherit the variable.
+sys.dont_write_bytecode = False
 
 _LOOPBACK = ("127.", "::1", "localhost")
 _real_connect = socket.socket.connect

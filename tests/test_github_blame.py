@@ -86,6 +86,20 @@ def test_a_github_host_without_history_answers_fewer_suspects_with_the_reason(tm
         suspects, notes = suspect_commits(github_host(fake), [("app/models/order.rb", 1)], datetime.now(timezone.utc))
     assert suspects == [] and any("no blame for app/models/order.rb from GitHub" in n for n in notes)
 
+def test_the_fake_dates_a_blamed_commit_as_git_log_does(tmp_path):
+    """The fake answers `committedDate` from blame's porcelain (committer-time and -tz) instead of a `git log` per
+    range: the same text as `git log --format=%cI`, for every commit of a real history (offsets east, west and zero)."""
+    from tests.fakes.github_history import _committed
+
+    case = next(c for c in REAL if c.id == "healthchecks-group-test-notification")
+    repo = clone(case.folder / "history.bundle", tmp_path / "repo")
+    log = subprocess.run(["git", "-C", str(repo), "log", "--all", "--format=%ct %cd %cI", "--date=format:%z"], text=True,
+                         capture_output=True, check=True).stdout.split("\n")
+    rows = [line.split() for line in log if line]
+    assert len(rows) > 20 and len({tz for _, tz, _ in rows}) > 1
+    assert [_committed({"committer-time": ct, "committer-tz": tz}) for ct, tz, _ in rows] == [iso for _, _, iso in rows]
+
+
 
 def test_github_tells_which_deploy_shipped_a_commit_as_local_git_does(tmp_path):
     """A deploy marker's commit contains a suspect or not: GitHub's compare (ahead or identical) against

@@ -10,6 +10,7 @@ Text a host renders for the model is redacted before any cap cuts it.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import posixpath
 import re
@@ -124,17 +125,28 @@ def safe_relative_path(path: str, allow_root: bool = False) -> str:
     return posixpath.join(*parts) if parts else ""
 
 
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regular expression that matches what any of these shell patterns matches (`fnmatch.fnmatchcase`)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+_NOT_SECRET_NAME, _SECRET_NAME = _any_of(NOT_SECRET_FILE_NAMES), _any_of(SECRET_FILE_NAMES)
+_SECRET_PATH = _any_of(SECRET_FILE_PATHS + tuple("*/" + p for p in SECRET_FILE_PATHS))
+
+
+@functools.lru_cache(maxsize=65536)
 def secret_file_reason(path: str) -> str | None:
-    """Why a path names a secret file (`.env`, `*.pem`, `config/master.key`…), or None."""
+    """Why a path names a secret file (`.env`, `*.pem`, `config/master.key`…), or None. Every search and listing asks
+    this of each file it walks: the patterns are one expression per list, and the answers are kept."""
     lowered = path.lower().strip("/")
     name = posixpath.basename(lowered)
-    if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET_FILE_NAMES):
+    if _NOT_SECRET_NAME.match(name):
         return None
-    if any(fnmatch.fnmatchcase(name, p) for p in SECRET_FILE_NAMES):
+    if _SECRET_NAME.match(name):
         return f"the name {posixpath.basename(path)!r} marks a secret file"
-    for pattern in SECRET_FILE_PATHS:
-        if fnmatch.fnmatchcase(lowered, pattern) or fnmatch.fnmatchcase(lowered, "*/" + pattern):
-            return f"{pattern} is a secret file"
+    if _SECRET_PATH.match(lowered):
+        pattern = next(p for p in SECRET_FILE_PATHS if fnmatch.fnmatchcase(lowered, p) or fnmatch.fnmatchcase(lowered, "*/" + p))
+        return f"{pattern} is a secret file"
     return None
 
 

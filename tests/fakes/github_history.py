@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import re
 import subprocess
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 _MERGE = re.compile(r"^Merge pull request #(\d+) from ")
 _SQUASH = re.compile(r"\(#(\d+)\)$")
 _HEADER = re.compile(r"^([0-9a-f]{40}) \d+ (\d+)(?: (\d+))?$")
+
+
+def _committed(meta: dict[str, str]) -> str:
+    """The committer date blame's porcelain gives (`committer-time`, `committer-tz`), as `git log --format=%cI` prints it."""
+    tz = meta["committer-tz"]
+    offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * (-1 if tz[0] == "-" else 1)
+    return datetime.fromtimestamp(int(meta["committer-time"]), timezone(offset)).isoformat()
 
 
 class GitHistory:
@@ -99,8 +107,7 @@ class GitHistory:
         return ranges
 
     def _commit_node(self, sha: str, meta: dict[str, str]) -> dict[str, Any]:
-        when = self._git("log", "-1", "--format=%cI", sha).strip()
-        return {"oid": sha, "committedDate": when, "messageHeadline": meta.get("summary", ""),
+        return {"oid": sha, "committedDate": _committed(meta), "messageHeadline": meta.get("summary", ""),
                 "author": {"name": meta.get("author", "")}}
 
     def commit(self, sha: str) -> dict[str, Any]:
