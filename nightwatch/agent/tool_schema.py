@@ -14,6 +14,7 @@ its own description) is left out.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +27,13 @@ _SUBSCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
 
 
 def input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema with `$defs` inlined and annotation titles dropped (never property names)."""
+    """The model's JSON Schema with `$defs` inlined and annotation titles dropped (never property names): a copy of
+    its own, built once per model (every triage request and every investigation asks for its tool's)."""
+    return copy.deepcopy(_input_schema(model))
+
+
+@functools.cache
+def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
     schema.pop("description", None)
