@@ -29,7 +29,10 @@ WINDOW = Window(start=NOW - timedelta(days=1), end=NOW)
 
 def test_the_application_s_own_test_suite_passes(tmp_path: Path) -> None:
     shutil.copytree(APP, tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+    # a temporary folder of its own: under the shared one, pytest would first delete every older run's folders there
+    # (it keeps three), which took a minute in the middle of the suite on a machine that had run it often
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "--basetemp", str(tmp_path / "app-pytest")],
                           cwd=tmp_path / "app", capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert " passed" in done.stdout
