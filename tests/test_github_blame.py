@@ -86,6 +86,7 @@ def test_a_github_host_without_history_answers_fewer_suspects_with_the_reason(tm
         suspects, notes = suspect_commits(github_host(fake), [("app/models/order.rb", 1)], datetime.now(timezone.utc))
     assert suspects == [] and any("no blame for app/models/order.rb from GitHub" in n for n in notes)
 
+
 def test_the_fake_dates_a_blamed_commit_as_git_log_does(tmp_path):
     """The fake answers `committedDate` from blame's porcelain (committer-time and -tz) instead of a `git log` per
     range: the same text as `git log --format=%cI`, for every commit of a real history (offsets east, west and zero)."""
@@ -98,7 +99,6 @@ def test_the_fake_dates_a_blamed_commit_as_git_log_does(tmp_path):
     rows = [line.split() for line in log if line]
     assert len(rows) > 20 and len({tz for _, tz, _ in rows}) > 1
     assert [_committed({"committer-time": ct, "committer-tz": tz}) for ct, tz, _ in rows] == [iso for _, _, iso in rows]
-
 
 
 def test_github_tells_which_deploy_shipped_a_commit_as_local_git_does(tmp_path):

@@ -84,11 +84,12 @@ def lines_before(before: str, after: str, path: str) -> dict[int, int]:
     """For a formatting-only change (`formatting_only(before, after, path)`), the line of `before` that each line of
     `after` came from (a Ruby file: nightwatch.codehosts.ruby_tree.ruby_lines_before). Both trees have the same nodes
     in the same order, so a line where a node starts maps to where that node starts in `before`, the outermost node
-    starting there deciding (a call black joined onto one line: its statement's first line); a line where none starts (`else:`, `finally:`, a closing `):`, the rest of a string)
-    maps to where its innermost statement starts; a line outside every statement (a comment between them) takes the
-    nearest line above. Each node is visited once and each line once per statement around it (Python nests blocks
-    at most 100 deep). Empty when either side does not parse, or holds a lone carriage return (Python ends a line
-    there; git and GitHub do not, so their line numbers would differ)."""
+    starting there deciding (a call black joined onto one line: its statement's first line); a line where none starts
+    (`else:`, `finally:`, a closing `):`, the rest of a string) maps to where its innermost statement starts; a line
+    outside every statement (a comment between them) takes the nearest line above. Each node is visited once and each
+    line once per statement around it (Python nests blocks at most 100 deep). Empty when either side does not parse,
+    or holds a lone carriage return (Python ends a line there; git and GitHub do not, so their line numbers would
+    differ)."""
     if not _python(path):
         return ruby_lines_before(before, after) if judged(path) else {}
     trees = None if _LONE_CR.search(before) or _LONE_CR.search(after) else _trees(before, after)

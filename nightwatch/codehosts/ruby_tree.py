@@ -4,10 +4,11 @@ that changed it, and for following each line of a reformatted file back to where
 A Ruby file's layout is not free: a line break ends a statement (`x = 1` then `-1` is two statements, `x = 1 -1` one),
 a space decides whether a slash starts a regexp, a heredoc's lines are text. So the comparison is of the whole tree,
 every node's kind and every token's text, in order: only what the tree does not hold (spaces, line breaks where they
-end nothing, comments) may differ (not where a `__LINE__` stands: its value is its line), and a trailing comma in an array, a hash or a call's arguments (`[:a, :b,]` is
-`[:a, :b]`; a block's `|a,|` is not, and stays). A comment Ruby reads is kept: the magic comments (`# frozen_string_literal: true`,
-`# encoding: ...`, `# warn_indent: ...`, `# shareable_constant_value: ...`) and the `#!` line. A file the grammar
-cannot parse whole (an ERROR or MISSING node anywhere) is never formatting.
+end nothing, comments) may differ (not where a `__LINE__` stands: its value is its line), and a trailing comma in an
+array, a hash or a call's arguments (`[:a, :b,]` is `[:a, :b]`; a block's `|a,|` is not, and stays). A comment Ruby
+reads is kept: the magic comments (`# frozen_string_literal: true`, `# encoding: ...`, `# warn_indent: ...`,
+`# shareable_constant_value: ...`) and the `#!` line. A file the grammar cannot parse whole (an ERROR or MISSING node
+anywhere) is never formatting.
 """
 
 from __future__ import annotations
