@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from flows.investigate import budget_note, investigate_flow
 from flows.triage import triage_flow
 from knowledge_store.index import KnowledgeState
 from knowledge_store.trend import TREND_FILE
+from nightwatch import clock
 from nightwatch.models import CorrelatedPR, ErrorAnalysisResult, ErrorGroup, RunReport, StepOutcome, TraceData
 from nightwatch.render.summary import status_line
 from nightwatch.report import analyze_detail
@@ -55,7 +56,7 @@ def nightwatch_flow(
         found = gather(ctx, report)  # steps 0-3.5
         results = analyze(ctx, report, found.errors, found.traces, found.research)  # step 4
         if results is None:  # the triage batch is still processing: the `collect` deployment resumes this night
-            report.finished_at = datetime.now(timezone.utc)
+            report.finished_at = clock.now()
             return report
         publish_night(ctx, report, results, found)  # steps 5-11
         learn_from_night(ctx, report, found)  # steps 12-13, then the night's records
@@ -82,12 +83,12 @@ def begin(settings: Settings, since_hours: float, dry_run: bool, mode: str, unti
     """The night's context and its report; results and cache go to the shared result storage before any task."""
     results_at = result_storage.use_for_night(settings)
     run = get_run_context().flow_run
-    anchor = until or (run.expected_start_time if run and run.expected_start_time else datetime.now(timezone.utc))
+    anchor = until or (run.expected_start_time if run and run.expected_start_time else clock.now())
     request = NightRequest(since_hours=since_hours, mode=mode, dry_run=dry_run, overrides=overrides or {},
                            settings_block=settings_block)
     attempt = attempt_name(str(run.id if run else "local"), run.run_count if run else 1)
     ctx = new_context(settings, request, anchor, attempt, results_at)
-    report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=datetime.now(timezone.utc), window=ctx.window, mode=mode,
+    report = RunReport(run_id=ctx.run_id, attempt=ctx.attempt, started_at=clock.now(), window=ctx.window, mode=mode,
                        dry_run=dry_run, agent=ctx.agent, model=settings.model,
                        reports_dir=str(report_dir(ctx, settings)))
     get_run_logger().info("NightWatch night %s (attempt %s) over %s; results and cache in %s", ctx.run_id, ctx.attempt,
@@ -146,7 +147,7 @@ def learn_from_night(ctx: RunContext, report: RunReport, found: Gathered) -> Non
     flow_run = get_run_context().flow_run
     run_step(report, "-", "label_cached", lambda c: f"{label_cached_runs(flow_run.id)} task runs answered from the cache", ctx,
              critical=False)
-    report.finished_at = datetime.now(timezone.utc)
+    report.finished_at = clock.now()
     run_step(report, "-", "record_run", learn.record_run, ctx, report, critical=False)
     trend = Path(report.reports_dir or ".") / TREND_FILE
     report.trend_svg = str(trend) if report.reports_dir and trend.exists() else None

@@ -19,7 +19,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -28,6 +27,7 @@ import pyarrow.parquet as pq
 from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc
 from knowledge_store.duck import views_problem
 from knowledge_store.index import index_path, open_index
+from nightwatch import clock
 
 QUARANTINE = "quarantine"
 
@@ -127,7 +127,7 @@ def _quarantine(home: Path, path: Path, problem: str, repair: bool) -> Finding:
     relative = path.relative_to(home).as_posix()
     if not repair:
         return Finding(relative, problem, "quarantine")
-    target = home / QUARANTINE / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}" / relative
+    target = home / QUARANTINE / f"{clock.now():%Y%m%dT%H%M%S}" / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(path), target)
     return Finding(relative, problem, f"moved to {target.relative_to(home).as_posix()}")

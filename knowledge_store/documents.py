@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from nightwatch import safe_yaml
+from nightwatch import clock, safe_yaml
 from nightwatch.atomic import atomic_write_text
 from nightwatch.models import Analysis, DetectedPattern, ErrorAnalysisResult
 from nightwatch.patterns import extract_tags, pattern_doc, slugify
@@ -247,7 +247,7 @@ def _detected_on(result: ErrorAnalysisResult, detected_at: datetime | date | Non
     moment = detected_at or min((c.started_at for c in result.model_calls), default=None) or result.error.last_seen
     if isinstance(moment, datetime):
         return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
-    return moment or datetime.now(timezone.utc).date()
+    return moment or clock.today()
 
 
 def update_doc_metadata(

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocErro
 from knowledge_store.entries import content_hash, read_entry, tag_id, token_id
 from knowledge_store.schema import duckdb_type
 from knowledge_store.text_relevance import Corpus
+from nightwatch import clock
 from nightwatch.outcomes import Filed
 
 INDEX_FILE = "index.duckdb"
@@ -133,7 +134,7 @@ def _connect(path: Path, wait_s: float) -> tuple[duckdb.DuckDBPyConnection, str]
 
 
 def _replace_damaged(path: Path, exc: Exception) -> tuple[duckdb.DuckDBPyConnection, str]:
-    aside = path.with_name(f"{path.name}.damaged-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}")
+    aside = path.with_name(f"{path.name}.damaged-{clock.now():%Y%m%dT%H%M%S}")
     os.replace(path, aside)
     Path(f"{path}.wal").unlink(missing_ok=True)
     try:
@@ -260,7 +261,7 @@ class KnowledgeIndex:
         return SyncResult(upserted=len(rows), removed=len(gone), skipped=[{k: s[k] for k in ("file", "reason")} for s in skipped])
 
     def _write(self, rows: list[dict[str, Any]], skipped: list[dict[str, Any]], paths: list[str]) -> None:
-        documents, tags = _tables(rows, datetime.now(timezone.utc))
+        documents, tags = _tables(rows, clock.now())
         with self.cursor() as cur:
             cur.execute("BEGIN TRANSACTION")
             try:

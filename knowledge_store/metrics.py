@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from knowledge_store import layout
 from knowledge_store.layout import STAGING, conform, storage_schema
 from knowledge_store.schema import SCHEMA_VERSION, schema_for
+from nightwatch import clock
 from nightwatch.atomic import atomic_target
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall
 from nightwatch.outcomes import OutcomeChange
@@ -254,7 +255,7 @@ class MetricsStore:
     ) -> Path:
         """One part per attempt of the night: a rerun adds its rows (answers from cache at no cost, say
         `source = cache`) instead of replacing what an earlier attempt paid for."""
-        moment = utc(analysed_at) or datetime.now(timezone.utc)
+        moment = utc(analysed_at) or clock.now()
         rows = [analysis_row(run_id, r, moment) for r in results]
         return self._write_run_part("analyses", run_id, run_date, analyses_part(attempt), rows)
 
@@ -276,7 +277,7 @@ class MetricsStore:
             return None
         rows = [{"run_id": run_id, "fingerprint": c.fingerprint, "kind": c.kind, "number": c.number, "state": c.state,
                  "previous_state": c.previous, "fix_state": c.fix_state, "trust": c.trust, "note": c.note,
-                 "changed_at": utc(c.at or datetime.now(timezone.utc)), "url": c.url}  # undated by the tracker: seen now
+                 "changed_at": utc(c.at or clock.now()), "url": c.url}  # undated by the tracker: seen now
                 for c in changes]
         return self._write_run_part("outcomes", run_id, run_date, part, rows)
 

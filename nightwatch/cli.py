@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import typer
 
+from nightwatch import clock
 from nightwatch.settings import Settings
 
 app = typer.Typer(help="NightWatch: nightly production-error analysis.", no_args_is_help=True, add_completion=False)
@@ -26,6 +27,18 @@ knowledge_app = typer.Typer(help="The knowledge documents and their index.", no_
 app.add_typer(knowledge_app, name="knowledge")
 metrics_app = typer.Typer(help="What the nights cost and achieved, from the Parquet metrics (DuckDB views).")
 app.add_typer(metrics_app, name="metrics")
+
+
+
+@app.callback()
+def _calendar() -> None:
+    """Every command reads one calendar (NIGHTWATCH_NOW, if set), shared with the processes it starts."""
+    try:
+        clock.anchor_environment()
+    except clock.ClockError as exc:
+        typer.echo(f"nightwatch: {exc}", err=True)
+        raise typer.Exit(2) from None
+
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw]?)\s*$")
 
@@ -303,7 +316,6 @@ def metrics_compact(
                                         "closed month that still holds a file per night."),
 ) -> None:
     """Merge a month's nights into one file per table (a night does this on its own when a month closes)."""
-    from datetime import datetime, timezone
 
     from knowledge_store.duck import ensure_views
     from knowledge_store.metrics import MetricsStore
@@ -313,7 +325,7 @@ def metrics_compact(
     home = _settings().resolved_home()
     store = MetricsStore(home)
     migrated = store.migrate()
-    written = store.compact(today=datetime.now(timezone.utc).date(), month=month)
+    written = store.compact(today=clock.today(), month=month)
     ensure_views(home)
     for path in written:
         typer.echo(str(path.relative_to(home)))

@@ -6,11 +6,12 @@ RunReport, and they validate whatever crosses a boundary (NerdGraph, the model, 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
+from nightwatch import clock
 from nightwatch.fingerprint import fingerprint_of
 from nightwatch.redact import printable
 
@@ -207,7 +208,7 @@ class ModelCall(Model):
     compactions: int = 0
     watcher_actions: int = 0
     checkpoint_id: str | None = None
-    started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    started_at: datetime = Field(default_factory=clock.now)
     status: Literal["ok", "unconfirmed", "failed"] = Field(
         default="ok", description="ok: answered and metered from its usage; unconfirmed: the answer was lost (timeout, "
                                   "reset, unreadable body) after the server may have billed it, so the usage is an estimate "

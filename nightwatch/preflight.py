@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nightwatch import clock
 from nightwatch.models import SourceStatus
 from nightwatch.settings import Settings
 
@@ -113,7 +114,6 @@ def _tests(settings: Settings) -> Check:
 def newrelic_checks(settings: Settings) -> list[Check]:
     """One NRQL query (errors of the last hour, counted): a refused key, an unknown account or an endpoint where
     nothing answers is caught in seconds; a busy NerdGraph (429, 5xx) is a warning."""
-    from datetime import datetime, timezone
 
     from nightwatch.sources.base import SourceError
     from nightwatch.sources.nerdgraph import NerdGraphClient
@@ -123,7 +123,7 @@ def newrelic_checks(settings: Settings) -> list[Check]:
     client = NerdGraphClient(settings.newrelic_api_key, settings.newrelic_account_id, settings.nerdgraph_url,
                              timeout_s=PROBE_TIMEOUT_S, max_retries=1)
     try:
-        client.nrql(probe_query(settings.newrelic_app_name or "", datetime.now(timezone.utc)), "connection check")
+        client.nrql(probe_query(settings.newrelic_app_name or "", clock.now()), "connection check")
     except SourceError as exc:
         hint = "; check NEW_RELIC_REGION or NIGHTWATCH_NEWRELIC_ENDPOINT and the network" if exc.kind == "unreachable" else ""
         return [Check("newrelic", False, f"{exc}{hint}", fatal=exc.kind != "busy")]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
+
+from nightwatch import clock
 
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 _state: dict[str, logging.Handler] = {}
@@ -24,7 +25,7 @@ def start(home: Path) -> Path:
     """Open this run's log file and send NightWatch's progress to stderr; returns the file's path."""
     folder = home / "logs"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"run-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.log"
+    path = folder / f"run-{clock.now():%Y%m%dT%H%M%S}.log"
     file_handler = logging.FileHandler(path, encoding="utf-8")
     file_handler.setFormatter(logging.Formatter(FORMAT))
     stderr = logging.StreamHandler(sys.stderr)

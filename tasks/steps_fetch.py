@@ -48,7 +48,7 @@ def load_knowledge(ctx: RunContext) -> KnowledgeState:
 def sync_outcomes(ctx: RunContext, knowledge: KnowledgeState) -> OutcomeSync:
     """Step 1.5: what people did with the issues and fix PRs NightWatch filed (merged, closed, reverted, reopened)
     goes into their analyses' documents (fix state, trust) and the `outcomes` table, before anything is searched."""
-    started = datetime.now(timezone.utc)
+    started = datetime.now(timezone.utc)  # the next sync asks the tracker what changed since: the tracker's clock
     with open_index(Path(knowledge.path)) as index:
         filed = index.filed()
         observed = runtime(ctx).issues.observe_outcomes(filed, last_synced(index)) if filed else {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -15,6 +14,7 @@ from knowledge_store.metrics import MetricsStore, as_date
 from knowledge_store.outcomes import apply_regressions, plan_regressions
 from knowledge_store.schema import SCHEMA_VERSION
 from knowledge_store.trend import TREND_FILE, write_trend
+from nightwatch import clock
 from nightwatch.fix import fix_digest
 from nightwatch.ignore import noise_rules
 from nightwatch.models import DetectedPattern, IgnoreSuggestion, RunReport
@@ -113,7 +113,7 @@ def close_and_compact(ctx: RunContext, store: MetricsStore) -> tuple[list[Path],
     views made if they are missing or older than the schema."""
     closed = store.close_night(ctx.run_id, ctx.run_date) + store.close_pending()
     # today's month, not the night's: a night rerun after its month closed joins that month's compaction at once
-    today = max(as_date(ctx.run_date), datetime.now(timezone.utc).date())
+    today = max(as_date(ctx.run_date), clock.today())
     return closed, store.compact(today=today), ensure_views(home(ctx))
 
 

@@ -14,10 +14,21 @@ from pathlib import Path
 
 import pytest
 
+from nightwatch import clock
+
 # pytest keeps each test module with its asserts rewritten in tests/__pycache__, unless bytecode may not be written
 # (PYTHONDONTWRITEBYTECODE, set in many CI images): then each of the five workers rewrote all of them on every run,
 # about 3.6 s of CPU each. This process writes them; the processes tests start still inherit the variable.
 sys.dont_write_bytecode = False
+
+# The calendar the suite runs at: the real one, unless NIGHTWATCH_TEST_NOW names another (`make test-calendar` runs
+# the suite a month and a year on). A test whose assertions hang on a date names it with the `calendar` fixture.
+# It is in this process's environment from the start, so every process any fixture starts inherits it.
+SUITE_NOW = clock.anchored(os.environ["NIGHTWATCH_TEST_NOW"]) if os.environ.get("NIGHTWATCH_TEST_NOW") else None
+if SUITE_NOW:
+    os.environ[clock.VARIABLE] = SUITE_NOW
+else:
+    os.environ.pop(clock.VARIABLE, None)
 
 _LOOPBACK = ("127.", "::1", "localhost")
 _real_connect = socket.socket.connect
@@ -57,12 +68,25 @@ def nightwatch_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "nightwatch-home"
     monkeypatch.setenv("NIGHTWATCH_HOME", str(home))
     for name in list(os.environ):
-        if name.startswith(("NIGHTWATCH_", "ANTHROPIC_", "NEW_RELIC_", "SLACK_")) and name != "NIGHTWATCH_HOME":
+        if name.startswith(("NIGHTWATCH_", "ANTHROPIC_", "NEW_RELIC_", "SLACK_")) and name not in ("NIGHTWATCH_HOME", clock.VARIABLE):
             monkeypatch.delenv(name, raising=False)
     for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     return home
+
+
+@pytest.fixture
+def calendar(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """`calendar("2026-11-21T06:00:00Z")`: NightWatch's clock reads that instant now and runs on from it, here and in
+    every process the test starts with this environment; returns the variable's value for an env of its own."""
+
+    def at(instant: str) -> str:
+        value = clock.anchored(instant)
+        monkeypatch.setenv(clock.VARIABLE, value)
+        return value
+
+    return at
 
 
 @pytest.fixture(scope="session")

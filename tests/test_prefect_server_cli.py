@@ -104,13 +104,15 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-UNTIL = "2026-11-21T06:00:00+00:00"
+UNTIL = "2026-11-21T06:00:00+00:00"  # the night's end, and the calendar its workers run at
 
 
-def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(deployed: dict[str, str], tmp_path: Path) -> None:
+def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(deployed: dict[str, str], tmp_path: Path,
+                                                                                 calendar) -> None:
     """A platform team's night: `manual` run through the API on worker A, whose step 11 (the Slack follow-up)
     fails, so the night ends Failed; `prefect flow-run retry` then runs it on worker B, whose own Prefect home
-    (and so Prefect's default result storage) is empty. Both share NIGHTWATCH_HOME, as a shared volume would."""
+    (and so Prefect's default result storage) is empty. Both share NIGHTWATCH_HOME, as a shared volume would. The
+    nights run on the day they cover, so November is still open and each attempt's part is still staged."""
     from tests.fakes.anthropic import FakeAnthropic, anthropic_env
     from tests.fakes.slack import FakeSlack
 
@@ -119,7 +121,7 @@ def test_a_night_on_a_worker_and_its_retry_on_another_worker_with_an_empty_disk(
     with FakeAnthropic() as model, FakeSlack() as slack:
         night_env = {**env, **anthropic_env(model), "NIGHTWATCH_HOME": str(home), "NIGHTWATCH_ANTHROPIC_MAX_RETRIES": "1",
                      "SLACK_BOT_TOKEN": slack.token, "NIGHTWATCH_SLACK_CHANNEL": "#nightwatch",
-                     "NIGHTWATCH_SLACK_BASE_URL": slack.url + "/api/", "NIGHTWATCH_MAX_ERRORS": "3"}
+                     "NIGHTWATCH_SLACK_BASE_URL": slack.url + "/api/", "NIGHTWATCH_MAX_ERRORS": "3", "NIGHTWATCH_NOW": calendar(UNTIL)}
         slack.refuse_replies = "is_archived"  # the channel archived mid-night: not retried, the step fails
         with worker(night_env, tmp_path / "worker-a") as worker_a:
             run_id = run_deployment(env, "nightwatch/manual", f"until={UNTIL}")

@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from nightwatch import clock
 from nightwatch.atomic import atomic_write_text
 from nightwatch.models import Model, ModelCall, ToolCall
 
@@ -37,7 +38,7 @@ class Checkpoint(Model):
     model: str = ""
     iteration: int
     trigger: Literal["iteration", "compaction"] = "iteration"
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=clock.now)
     examined: list[str] = Field(default_factory=list)
     hypotheses: list[str] = Field(default_factory=list)
     decisions: list[str] = Field(default_factory=list)

@@ -28,13 +28,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import anthropic
 from anthropic.types.beta import BetaUsage
 from pydantic import ValidationError
 
+from nightwatch import clock
 from nightwatch.models import ModelCall, TokenUsage
 from nightwatch.pricing import PRICE_TABLE_VERSION, cost_usd
 from nightwatch.tokens import EstimatingCounter, estimate_text
@@ -187,7 +188,7 @@ class AttemptWatch(anthropic.Middleware):
         self.lost = _LOST.get()
 
     def handle(self, request: anthropic.APIRequest, call_next: anthropic.CallNext) -> anthropic.APIResponse[Any]:
-        at, started = datetime.now(timezone.utc), time.monotonic()
+        at, started = clock.now(), time.monotonic()
         try:
             response = call_next(request)
         except anthropic.APIConnectionError as exc:

@@ -22,9 +22,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
+from nightwatch import clock
 from nightwatch.verify import sandbox
 from nightwatch.verify.tree import disposable_tree, open_up
 
@@ -162,7 +162,7 @@ def prepare_environment(root: Path, files: list[str], home: Path, setup: str | N
             failed.setup_seconds = seconds
             return failed
         marker.write_text(json.dumps({"key": key, "setup": setup, "python": python, "seconds": seconds,
-                                      "made_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+                                      "made_at": clock.now().isoformat(timespec="seconds")}))
         return TestEnvironment(True, f"made test environment {key} with `{setup}` in {seconds:g} s",
                                mounts=[venv, *_interpreter_of(venv, home)], variables=_venv_variables(venv),
                                setup_seconds=seconds, output=failed)
