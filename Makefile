@@ -10,7 +10,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test test-fast ui deploy screenshots benchmark lint clean
+.PHONY: setup run test test-fast test-calendar ui deploy screenshots benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -32,6 +32,12 @@ test: setup ## run the test suite
 
 test-fast: setup ## the tests that start no flow and no process (under a minute), while working on the core
 	bash scripts/run-tests.sh -m "not flow and not slow"
+
+# The suite as if the calendar had moved on past the dates tests name (a month, a year): a test that passes only in
+# the week it was written fails here. NIGHTWATCH_TEST_NOW sets NightWatch's clock for every test that names no date.
+CALENDAR_DATES ?= 2027-01-15T12:00:00Z 2027-12-07T12:00:00Z
+test-calendar: setup ## the suite as if today were each of CALENDAR_DATES (no test may hang on the real calendar)
+	@for at in $(CALENDAR_DATES); do echo "== the suite as if at $$at"; NIGHTWATCH_TEST_NOW=$$at bash scripts/run-tests.sh $(ARGS) || exit 1; done
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
 	bash scripts/serve-ui.sh $(UI_PORT)
