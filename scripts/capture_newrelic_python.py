@@ -95,6 +95,7 @@ def make_environment(agent: str, venv: Path, packages: list[str]) -> Path:
     server = Path(site) / "capture_server"
     server.mkdir()
     shutil.copy(HERE / "drive.py", server / "drive.py")
+    shutil.copy(ROOT / "scripts" / "app_traffic.py", server / "app_traffic.py")
     return python
 
 

@@ -2,130 +2,19 @@
 
 Runs inside the throwaway environment `scripts/capture_newrelic_python.py` makes; never imported by NightWatch.
 The agent sends nothing anywhere in developer mode: it writes each payload it would send to its audit log,
-which the capture script reads. Requests reach each application through its real server interface (WSGI,
-ASGI, Celery's task call), as gunicorn, uvicorn or a worker would call it; where a server itself produces
-the condition (a client that disconnects mid-upload), the input stream fails the way uWSGI's and Starlette's do.
+which the capture script reads. The requests are `capture_server.app_traffic`'s (`scripts/app_traffic.py`),
+the same the Sentry capture drives.
 """
 
 from __future__ import annotations
 
-import asyncio
-import io
-import json
+import functools
 import os
-import sqlite3
 import sys
 from pathlib import Path
 
 import newrelic.agent
-
-
-class FailingInput(io.RawIOBase):
-    """wsgi.input of a client that went away mid-upload: uWSGI and gunicorn raise OSError on read."""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        raise OSError("request data read error")
-
-
-def wsgi_call(app, method: str, path: str, host: str, body: bytes = b"", stream=None) -> str:
-    from wsgiref.util import setup_testing_defaults
-
-    query = path.partition("?")[2]
-    environ = {"REQUEST_METHOD": method, "PATH_INFO": path.partition("?")[0], "QUERY_STRING": query,
-               "HTTP_HOST": host, "SERVER_NAME": host, "CONTENT_LENGTH": str(len(body) or (4096 if stream else 0)),
-               "CONTENT_TYPE": "application/octet-stream", "wsgi.input": stream or io.BytesIO(body),
-               "HTTP_USER_AGENT": "Mozilla/5.0 (capture)", "REMOTE_ADDR": "203.0.113.7"}
-    setup_testing_defaults(environ)
-    status: list[str] = []
-    try:
-        for _ in app(environ, lambda s, headers, exc_info=None: status.append(s)):
-            pass
-    except Exception as exc:  # a server logs it and answers 500; the agent has recorded it already
-        return f"raised {type(exc).__name__}"
-    return status[0] if status else "no status"
-
-
-def drive_django(work: Path) -> None:
-    sys.path.insert(0, str(work / "django_shop"))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "shop.settings"
-    os.environ["SHOP_DB"] = str(work / "shop.sqlite3")
-    Path(os.environ["SHOP_DB"]).unlink(missing_ok=True)
-    import django
-    from django.core.wsgi import get_wsgi_application
-
-    django.setup()
-    from shop.views import ensure_tables
-
-    ensure_tables()
-    app = get_wsgi_application()
-    host = "shop.example.com"
-    for method, path in [("GET", "/orders/7/"), ("GET", "/orders/7/"), ("GET", "/invoices/1/"), ("GET", "/report/?order=latest"),
-                         ("GET", "/api/products/3/?limit=ten"), ("GET", "/no-such-page/"), ("GET", "/wp-login.php")]:
-        print(method, path, wsgi_call(app, method, path, host))
-    print("bad host", wsgi_call(app, "GET", "/orders/7/", "203.0.113.50"))
-    print("upload", wsgi_call(app, "POST", "/upload/", host, stream=io.BufferedReader(FailingInput())))
-    locker = sqlite3.connect(os.environ["SHOP_DB"])
-    locker.execute("BEGIN EXCLUSIVE")
-    print("locked", wsgi_call(app, "POST", "/stock/", host))
-    locker.rollback()
-
-
-def drive_flask(work: Path) -> None:
-    sys.path.insert(0, str(work / "flask_blog"))
-    from blog import app
-
-    for path in ["/posts/1/reading-time?wpm=0", "/posts/1/reading-time", "/archive?since=last-week"]:
-        print(path, wsgi_call(app, "GET", path, "blog.example.com"))
-
-
-async def asgi_call(app, method: str, path: str, disconnect: bool = False, body: bytes | None = None) -> str:
-    path_only, _, query = path.partition("?")
-    length = str(len(body) if body is not None else 4096).encode()
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "https",
-             "path": path_only, "raw_path": path_only.encode(), "query_string": query.encode(), "root_path": "",
-             "headers": [(b"host", b"events.example.com"), (b"content-length", length), (b"user-agent", b"capture"),
-                         (b"content-type", b"application/json")],
-             "client": ("203.0.113.7", 51000), "server": ("10.0.0.5", 8000)}
-    sent: list[dict] = []
-    chunks = [{"type": "http.request", "body": b"x" * 1024, "more_body": True}, {"type": "http.disconnect"}] if disconnect \
-        else [{"type": "http.request", "body": body or b"", "more_body": False}]
-
-    async def receive() -> dict:
-        return chunks.pop(0) if chunks else {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    try:
-        await app(scope, receive, send)
-    except Exception as exc:
-        return f"raised {type(exc).__name__}"
-    return str(next((m["status"] for m in sent if m["type"] == "http.response.start"), "no status"))
-
-
-def drive_fastapi(work: Path) -> None:
-    sys.path.insert(0, str(work / "fastapi_events"))
-    from events_api import app
-
-    async def run() -> None:
-        for path in ["/events/launch", "/events/concert"]:
-            print(path, await asgi_call(app, "GET", path))
-        print("upload", await asgi_call(app, "POST", "/events/launch/photos", disconnect=True))
-
-    asyncio.run(run())
-
-
-def drive_celery(work: Path) -> None:
-    sys.path.insert(0, str(work / "celery_jobs"))
-    from jobs import send_digest
-
-    try:
-        send_digest.delay("weekly")
-    except Exception as exc:
-        print("task raised", type(exc).__name__)
+from capture_server.app_traffic import DRIVERS, drive_bookshop, drive_gunicorn
 
 
 def harvest_cycle() -> None:
@@ -139,79 +28,12 @@ def harvest_cycle() -> None:
     agent._harvest_default()
 
 
-def drive_bookshop(work: Path) -> None:
-    """NightWatch's Python demo (nightwatch/demo_python/app), deployed at `work/srv/bookshop`: a night of traffic
-    with every planted bug hit a different number of times, healthy requests, and noise."""
-    root = work / "srv" / "bookshop"
-    sys.path.insert(0, str(root))
-    os.environ["BOOKSHOP_DB"] = str(root / "bookshop.sqlite3")
-    Path(os.environ["BOOKSHOP_DB"]).unlink(missing_ok=True)
-    from bookshop import storage
-    from bookshop.app import app
-
-    storage.initialise()
-    zero = {"lines": [{"isbn": "9780553418026", "unit_price": 12.0, "quantity": 0}]}
-    waiting = {"lines": [{"isbn": "9780553418026", "unit_price": 12.0, "quantity": 1}], "backordered": ["9780553418026"]}
-    sales = b"isbn,week,quantity\n9780553418026,2026-W47,3\n9780141439518,2026-W47,1\n"
-    traffic = [("GET", "/books/9780553418026/price?currency=GBP", None, 14), ("GET", "/books/new", None, 9),
-               ("GET", "/books/new?since=2014-01-01", None, 6), ("GET", "/authors/terry-pratchett/debut", None, 3),
-               ("POST", "/orders/total", json.dumps(zero).encode(), 5), ("POST", "/orders/shipping", json.dumps(waiting).encode(), 4),
-               ("POST", "/coupons/check", b"{}", 11), ("POST", "/reports/weekly", sales, 2),
-               ("GET", "/books/9780553418026/price?currency=USD", None, 30), ("POST", "/coupons/check", b'{"code": "bookworm"}', 12),
-               ("GET", "/wp-login.php", None, 20)]
-
-    async def run() -> None:
-        for method, path, body, times in traffic:
-            answers = {await asgi_call(app, method, path, body=body) for _ in range(times)}
-            print(method, path, times, sorted(answers))
-            harvest_cycle()
-        for _ in range(7):
-            await asgi_call(app, "POST", "/covers/9780553418026", disconnect=True)
-        print("POST /covers (client gone) 7")
-
-    asyncio.run(run())
-    locker = sqlite3.connect(os.environ["BOOKSHOP_DB"])
-    locker.execute("BEGIN EXCLUSIVE")
-    print("POST /stock (locked) 3", {asyncio.run(asgi_call(app, "POST", "/stock/9780553418026/reserve")) for _ in range(3)})
-    locker.rollback()
-
-
 def serve_gunicorn(work: Path, ini: str) -> None:
-    """The real gunicorn, under `newrelic-admin run-program` as a deployment runs it, with a 2 s worker timeout; one
-    request to an export that takes 10 s, so the master aborts the worker mid-request (WORKER TIMEOUT)."""
-    import signal
-    import socket
-    import subprocess
-    import time
-    import urllib.error
-    import urllib.request
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """The real gunicorn, under `newrelic-admin run-program` as a deployment runs it (`app_traffic.drive_gunicorn`)."""
     bin_dir = Path(sys.executable).parent
-    server = subprocess.Popen([str(bin_dir / "newrelic-admin"), "run-program", str(bin_dir / "gunicorn"), "--timeout", "2",
-                               "--workers", "1", "--bind", f"127.0.0.1:{port}", "exports:app"],
-                              cwd=work / "flask_blog", env={**os.environ, "NEW_RELIC_CONFIG_FILE": ini})
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        try:
-            print("GET /export", urllib.request.urlopen(f"http://127.0.0.1:{port}/export", timeout=30).status)
-        except urllib.error.HTTPError as exc:
-            print("GET /export", exc.code)
-        time.sleep(3)  # the aborted worker's agent runs its final harvest as the worker exits
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=30)
+    drive_gunicorn(work, [str(bin_dir / "newrelic-admin"), "run-program", str(bin_dir / "gunicorn")],
+                   {**os.environ, "NEW_RELIC_CONFIG_FILE": ini})
 
-
-DRIVERS = {"django": drive_django, "flask": drive_flask, "fastapi": drive_fastapi, "celery": drive_celery,
-           "bookshop": drive_bookshop}
 
 if __name__ == "__main__":
     framework, work = sys.argv[1], Path(sys.argv[2])
@@ -220,5 +42,6 @@ if __name__ == "__main__":
         sys.exit(0)
     newrelic.agent.initialize(str(work / f"newrelic-{framework}.ini"))
     newrelic.agent.register_application(timeout=10.0)
-    DRIVERS[framework](work)
+    drivers = {**DRIVERS, "bookshop": functools.partial(drive_bookshop, after_each=harvest_cycle)}
+    drivers[framework](work)
     newrelic.agent.shutdown_agent(timeout=10.0)

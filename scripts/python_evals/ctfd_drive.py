@@ -16,7 +16,8 @@ from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
 import newrelic.agent
-from capture_server.drive import FailingInput, harvest_cycle
+from capture_server.app_traffic import FailingInput
+from capture_server.drive import harvest_cycle
 
 HOST = "ctf.example.org"
 NONCE = re.compile(r"""(?:csrfNonce['"]?\s*:\s*"|name="nonce"[^>]*value=")([0-9a-f]{16,})""")

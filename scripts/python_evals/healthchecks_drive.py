@@ -7,7 +7,7 @@ site-packages), with the Healthchecks checkout deployed at its production path a
 
 The database is Healthchecks' default SQLite file in the checkout (no DB env set); `migrate` creates it. Each case's
 `setup` creates the rows its requests need, through the application's own models; the requests then go through
-Django's WSGI handler as gunicorn or uWSGI would call it (`capture_server.drive.wsgi_call`).
+Django's WSGI handler as gunicorn or uWSGI would call it (`capture_server.app_traffic.wsgi_call`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import uuid
 from pathlib import Path
 
 import newrelic.agent
-from capture_server.drive import FailingInput, harvest_cycle, wsgi_call
+from capture_server.app_traffic import FailingInput, wsgi_call
+from capture_server.drive import harvest_cycle
 
 CSRF = "k" * 32  # a CSRF secret, sent as the cookie and echoed in the header, as a browser's form post does
 HOST = "healthchecks.example.org"
