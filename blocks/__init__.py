@@ -5,8 +5,10 @@ from blocks.settings_block import (
     GitHubCredentials,
     NewRelicCredentials,
     NightWatchConfig,
+    SentryCredentials,
     SlackCredentials,
     resolve_settings,
 )
 
-__all__ = ["AnthropicCredentials", "GitHubCredentials", "NewRelicCredentials", "NightWatchConfig", "SlackCredentials", "resolve_settings"]
+__all__ = ["AnthropicCredentials", "GitHubCredentials", "NewRelicCredentials", "NightWatchConfig", "SentryCredentials",
+           "SlackCredentials", "resolve_settings"]

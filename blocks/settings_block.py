@@ -33,6 +33,19 @@ class NewRelicCredentials(Block):
     endpoint: str | None = Field(default=None, description="Overrides the region's NerdGraph URL.")
 
 
+class SentryCredentials(Block):
+    """Sentry (sentry.io or self-hosted), or a tracker that speaks its API: Bugsink needs `url` and its project's
+    id, and no organization."""
+
+    _block_type_name = "NightWatch Sentry"
+    auth_token: SecretStr
+    project: str = Field(description="The project's slug (Sentry) or id (Bugsink).")
+    org: str | None = Field(default=None, description="The organization's slug (Sentry only).")
+    region: Literal["US", "EU"] = "US"
+    url: str | None = Field(default=None, description="A self-hosted Sentry's or Bugsink's address; overrides the region.")
+    environment: str | None = Field(default=None, description="Only errors of this environment.")
+
+
 class GitHubCredentials(Block):
     _block_type_name = "NightWatch GitHub"
     token: SecretStr
@@ -50,7 +63,10 @@ class SlackCredentials(Block):
 class NightWatchConfig(Block):
     _block_type_name = "NightWatch Config"
     anthropic: AnthropicCredentials | None = None
+    source: Literal["newrelic", "sentry", "bugsink"] | None = Field(
+        default=None, description="Where the errors come from; default: the environment's NIGHTWATCH_SOURCE (newrelic).")
     newrelic: NewRelicCredentials | None = None
+    sentry: SentryCredentials | None = None
     github: GitHubCredentials | None = None
     slack: SlackCredentials | None = None
     home: str | None = None
@@ -64,7 +80,7 @@ class NightWatchConfig(Block):
 
     def settings_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {k: getattr(self, k) for k in
-                                  ("home", "result_storage", "max_errors", "max_issues", "open_issue_limit", "token_budget_per_error", "token_budget_per_run")}
+                                  ("source", "home", "result_storage", "max_errors", "max_issues", "open_issue_limit", "token_budget_per_error", "token_budget_per_run")}
         if self.anthropic:
             values |= {"anthropic_api_key": self.anthropic.api_key, "anthropic_base_url": self.anthropic.base_url,
                        "model": self.anthropic.model, "triage_model": self.anthropic.triage_model}
@@ -72,6 +88,10 @@ class NightWatchConfig(Block):
             values |= {"newrelic_api_key": self.newrelic.api_key, "newrelic_account_id": self.newrelic.account_id,
                        "newrelic_app_name": self.newrelic.app_name, "newrelic_region": self.newrelic.region,
                        "newrelic_endpoint": self.newrelic.endpoint}
+        if self.sentry:
+            values |= {"sentry_auth_token": self.sentry.auth_token, "sentry_project": self.sentry.project,
+                       "sentry_org": self.sentry.org, "sentry_region": self.sentry.region, "sentry_url": self.sentry.url,
+                       "sentry_environment": self.sentry.environment}
         if self.github:
             values |= {"github_token": self.github.token, "github_repo": self.github.repo, "github_base_url": self.github.base_url}
         if self.slack:

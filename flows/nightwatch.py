@@ -105,6 +105,7 @@ def gather(ctx: RunContext, report: RunReport) -> Gathered:
         knowledge, report.outcomes = synced.knowledge, synced.lines()
     rt = runtime(ctx)
     report.demo_data, report.offline_model = rt.demo_data, rt.model_client.offline
+    report.error_source = rt.statuses[0].name
     selection = run_step(report, "2", "fetch_errors", fetch.fetch_errors, ctx)
     report.errors_found, report.errors_ignored, report.errors_selected = len(selection.found), len(selection.ignored), len(selection.selected)
     report.noise = selection.noise

@@ -159,6 +159,7 @@ def run_row(report: RunReport, night: "NightSpend | None" = None, attempts: int 
         "window_start": utc(report.window.start),
         "window_end": utc(report.window.end),
         "errors_analysed": analysed,
+        "source": report.error_source or None,
         "from_cache": report.count_source("cache"),
         "from_knowledge": report.count_source("knowledge"),
         "issues_created": sum(1 for i in report.issues if i.action == "created" or i.opened_by_night),

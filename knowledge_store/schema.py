@@ -232,6 +232,21 @@ _M010_VERIFICATION = [
     Column("verification_reason", pa.string(), "Why, in one line (what the test showed, or why it did not run)."),
 ]
 
+_M011_SOURCE = [
+    Column("source", pa.string(), "Where the night's errors came from: newrelic, sentry or bugsink (live or from a file of "
+           "theirs); null before m011: newrelic."),
+]
+
+_M011_ERROR_FACTS = [
+    Column("users", pa.int64(), "Users affected in the window, where the source counts them (Sentry); null otherwise."),
+    Column("level", pa.string(), "The level the application reported it at (fatal, error, warning, ...), where the source "
+           "says; null otherwise."),
+    Column("handled", pa.bool_(), "False when nothing caught the error, true when the application caught and reported it; "
+           "null where the source does not say."),
+    Column("issue_id", pa.string(), "The tracker's own id of the error (a Sentry issue); null for New Relic."),
+    Column("url", pa.string(), "Where a person reads the error in the tracker; null where there is none."),
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -253,6 +268,7 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ("m008_outcomes", {"outcomes": _M008_OUTCOMES}),
     ("m009_regressions", {"analyses": _M009_REGRESSION}),
     ("m010_verification", {"analyses": _M010_VERIFICATION}),
+    ("m011_error_sources", {"runs": _M011_SOURCE, "errors": _M011_ERROR_FACTS}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

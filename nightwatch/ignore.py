@@ -5,7 +5,7 @@ An ignore file is YAML with one list:
     ignore:
       - pattern: "ActionController::RoutingError"
         match: exact            # contains (default) | exact | prefix | regex
-        field: error_class      # error_class | message | transaction | any (default)
+        field: error_class      # error_class | message | transaction | level | any (default: the first three)
         reason: "Bots probing URLs; handled by the 404 page"
 
 Matching is case-sensitive; a regex rule can say `(?i)` itself. Every rule needs a reason, so a
@@ -34,7 +34,7 @@ from nightwatch import safe_yaml
 from nightwatch.models import ErrorGroup
 
 MatchKind = Literal["contains", "exact", "prefix", "regex"]
-FieldName = Literal["error_class", "message", "transaction", "any"]
+FieldName = Literal["error_class", "message", "transaction", "level", "any"]
 _FIELDS: tuple[str, ...] = ("error_class", "message", "transaction")
 MATCH_CHARS = 16_384  # a field longer than this is matched on its first MATCH_CHARS characters
 DEFAULT_NOISE_FILE = Path(__file__).resolve().parent / "noise.yml"
@@ -184,7 +184,7 @@ def _explain_one(error: Any) -> str:
     if kind == "literal_error" and key == "match":
         return f"unknown match kind {error['input']!r} (expected contains, exact, prefix or regex)"
     if kind == "literal_error" and key == "field":
-        return f"unknown field {error['input']!r} (expected error_class, message, transaction or any)"
+        return f"unknown field {error['input']!r} (expected error_class, message, transaction, level or any)"
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"'{key}' {message}" if key else message
 

@@ -6,6 +6,7 @@ RunReport, and they validate whatever crosses a boundary (NerdGraph, the model, 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
@@ -59,6 +60,9 @@ class Window(Model):
         return (self.end - self.start).total_seconds() / 3600
 
 
+_ROUTE = re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) /")
+
+
 class ErrorGroup(Model):
     """One production error: an error class in a transaction, with its occurrence count."""
 
@@ -71,6 +75,14 @@ class ErrorGroup(Model):
     app_name: StorableText = ""
     http_status: int | None = None
     rank_score: float = 0.0
+    # Where the source says (Sentry and the trackers that speak its API; New Relic does not):
+    users: int | None = Field(default=None, description="Users affected in the window.")
+    level: StorableText = Field(default="", description="The level the application reported it at: fatal, error, "
+                                                        "warning, info, debug.")
+    handled: bool | None = Field(default=None, description="False: nothing caught it (it reached the framework or the "
+                                                           "process); True: the application caught it and reported it.")
+    issue_id: StorableText = Field(default="", description="The tracker's own id of this error (a Sentry issue).")
+    url: StorableText = Field(default="", description="Where a person reads it in the tracker.")
 
     @model_validator(mode="before")
     @classmethod
@@ -87,7 +99,9 @@ class ErrorGroup(Model):
 
     @property
     def user_facing(self) -> bool:
-        return self.transaction.startswith(("Controller/", "WebTransaction/", "Api/", "Web/"))
+        """A web request's error: New Relic's web transactions, or a route (`/books/{isbn}`, `GET /books`) as Sentry's
+        SDKs name a request's transaction."""
+        return self.transaction.startswith(("Controller/", "WebTransaction/", "Api/", "Web/", "/")) or bool(_ROUTE.match(self.transaction))
 
     @property
     def label(self) -> str:
@@ -101,10 +115,28 @@ class StackFrame(Model):
     in_app: bool = False
     located: bool = Field(default=False, description="`file` is a file of the repository (mapped from `deployed_path`).")
     deployed_path: StorableText = Field(default="", description="The path production reported, when it differs from `file`.")
+    # Where the source sends them (Sentry's SDKs), redacted and capped:
+    module: StorableText = ""
+    context: list[tuple[int, StorableText]] = Field(default_factory=list, description="Source lines around `line` as "
+                                                    "production ran them: (line number, text).")
+    variables: dict[str, StorableText] = Field(default_factory=dict, description="The frame's local variables, each "
+                                               "value as the SDK wrote it (a repr), redacted and capped.")
 
     def render(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
         return f"{where} in `{self.method}`" if self.method else where
+
+
+class ChainedException(Model):
+    """One exception of a chain (`raise ... from ...`, or raised while handling another), oldest first."""
+
+    error_class: StorableText
+    message: StorableText = ""
+    handled: bool | None = None
+    mechanism: StorableText = ""
+    relation: Literal["", "cause", "context"] = Field(default="", description="How the next exception of the chain "
+                                                      "follows this one: raised from it (cause) or while handling it "
+                                                      "(context).")
 
 
 class TraceData(Model):
@@ -116,6 +148,8 @@ class TraceData(Model):
     stack_trace: StorableText = ""
     truncated: bool = False
     notes: list[str] = Field(default_factory=list)
+    exceptions: list[ChainedException] = Field(default_factory=list, description="Every exception of the newest "
+                                               "occurrence's chain, oldest first (the last one is the error).")
 
     @property
     def in_app_frames(self) -> list[StackFrame]:
@@ -489,6 +523,7 @@ class RunReport(Model):
     agent: str = ""
     model: str = ""
     demo_data: bool = False
+    error_source: str = Field(default="", description="newrelic, sentry or bugsink: where the night's errors came from.")
     offline_model: bool = False
     sources: list[SourceStatus] = Field(default_factory=list)
     steps: list[StepOutcome] = Field(default_factory=list)

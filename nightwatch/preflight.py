@@ -44,6 +44,8 @@ def run_checks(settings: Settings, statuses: list[SourceStatus], *, probe_api: b
     checks += [_agent(settings.agent), _ignore_file(settings), _tests(settings)]
     if probe_api and any(s.name == "newrelic" and s.state == "live" for s in statuses):
         checks += newrelic_checks(settings)
+    if probe_api and any(s.name in ("sentry", "bugsink") and s.state == "live" for s in statuses):
+        checks += sentry_checks(settings)
     if probe_api and settings.live_model:
         checks += anthropic_checks(settings)
     return checks
@@ -130,6 +132,23 @@ def newrelic_checks(settings: Settings) -> list[Check]:
     finally:
         client.close()
     return [Check("newrelic", True, f"key accepted; account {settings.newrelic_account_id} answers ({settings.nerdgraph_url})")]
+
+
+def sentry_checks(settings: Settings) -> list[Check]:
+    """One request for the project (Sentry or Bugsink): a refused token, an unknown organization or project, or an
+    address where nothing answers is caught in seconds; a busy tracker (429, 5xx) is a warning."""
+    from nightwatch.runtime import sentry_source
+    from nightwatch.sources.base import SourceError
+
+    source = sentry_source(settings, timeout_s=PROBE_TIMEOUT_S, max_retries=1)
+    try:
+        found = source.check()
+    except SourceError as exc:
+        hint = "; check NIGHTWATCH_SENTRY_URL (or NIGHTWATCH_SENTRY_REGION) and the network" if exc.kind == "unreachable" else ""
+        return [Check(settings.source, False, f"{exc}{hint}", fatal=exc.kind != "busy")]
+    finally:
+        source.close()
+    return [Check(settings.source, True, f"token accepted; {found} answers ({settings.sentry_api_url})")]
 
 
 def anthropic_checks(settings: Settings, client: Any = None) -> list[Check]:

@@ -44,11 +44,9 @@ def _set(value: Any) -> bool:
 
 
 def source_statuses(s: Settings) -> list[SourceStatus]:
-    """Each external source: live, offline default, or misconfigured (and why)."""
-    out = []
-    nr = {"API key": s.newrelic_api_key, "account id": s.newrelic_account_id, "app name": s.newrelic_app_name}
-    out.append(_status("newrelic", nr, f"NerdGraph {s.nerdgraph_url} ({s.newrelic_region})",
-                       f"errors from {s.errors_file}" if s.errors_file else f"demo data: bundled NerdGraph export ({s.demo} demo)"))
+    """Each external source: live, offline default, or misconfigured (and why). The first is the error source the
+    settings choose (NIGHTWATCH_SOURCE): newrelic, sentry or bugsink."""
+    out = [error_source_status(s)]
     out.append(SourceStatus(name="anthropic", state="live" if s.live_model else "offline",
                             detail=f"Claude {s.model} (triage {s.triage_model})" + (f" via {s.anthropic_base_url}" if s.anthropic_base_url else "")
                             if s.live_model else "offline model: deterministic, rule-based, no tokens billed"))
@@ -58,13 +56,34 @@ def source_statuses(s: Settings) -> list[SourceStatus]:
     out.append(_status("slack", {"bot token": s.slack_bot_token, "channel": s.slack_channel},
                        f"channel {s.slack_channel} via {s.slack_base_url}", "report written as Block Kit JSON + Markdown files"))
     if s.errors_file and not Path(s.errors_file).is_file():
-        out[0] = SourceStatus(name="newrelic", state="misconfigured", detail=f"errors file {s.errors_file} does not exist")
+        out[0] = SourceStatus(name=s.source, state="misconfigured", detail=f"errors file {s.errors_file} does not exist")
     if s.code_path and not Path(s.code_path).is_dir():
         out[2] = SourceStatus(name="github", state="misconfigured", detail=f"code path {s.code_path} is not a directory")
     elif s.code_path and not _in_git(Path(s.code_path)):
         out[2] = SourceStatus(name="github", state="misconfigured",
                               detail=f"code path {s.code_path} is not a git checkout (only files git tracks are read)")
     return out
+
+
+def error_source_status(s: Settings) -> SourceStatus:
+    offline = f"errors from {s.errors_file}" if s.errors_file else f"demo data: {demo_errors_file(s).name} ({s.demo} demo)"
+    if s.source == "newrelic":
+        nr = {"API key": s.newrelic_api_key, "account id": s.newrelic_account_id, "app name": s.newrelic_app_name}
+        return _status("newrelic", nr, f"NerdGraph {s.nerdgraph_url} ({s.newrelic_region})", offline)
+    where = {"token": s.sentry_auth_token, "project": s.sentry_project}
+    if s.source == "sentry":
+        return _status("sentry", where | {"organization": s.sentry_org},
+                       f"Sentry {s.sentry_api_url}, project {s.sentry_org}/{s.sentry_project}", offline)
+    return _status("bugsink", where | {"URL": s.sentry_url}, f"Bugsink {s.sentry_url}, project {s.sentry_project}", offline)
+
+
+def demo_errors_file(s: Settings) -> Path:
+    """The demo's errors as the chosen source sends them: New Relic's NerdGraph export, or the events the real
+    sentry-sdk sent (the Python demo has them; Sentry and Bugsink read the same events)."""
+    sentry_events = demo_file(s, "sentry_events.json")
+    if s.source != "newrelic" and sentry_events.is_file():
+        return sentry_events
+    return demo_file(s, "nerdgraph_export.json")
 
 
 def _in_git(path: Path) -> bool:
@@ -109,6 +128,11 @@ class Runtime:
     def state(self, name: str) -> str:
         return next(s.state for s in self.statuses if s.name == name)
 
+    @property
+    def source_state(self) -> str:
+        """The error source's: live, offline (an errors file or the demo's) or misconfigured."""
+        return self.statuses[0].state
+
     @cached_property
     def verifier(self) -> Any:
         """Runs fixes' regression tests in the sandbox, on a local checkout (NIGHTWATCH_CODE_PATH or the local host)."""
@@ -137,7 +161,7 @@ def build_runtime(settings: Settings, anchor: datetime) -> Runtime:
     return Runtime(
         settings=settings,
         statuses=statuses,
-        source=_error_source(settings, by_name["newrelic"], anchor),
+        source=error_source(settings, statuses[0].state, anchor),
         host=_code_host(settings, by_name["github"], home, anchor),
         model_client=build_model_client(settings),
         issues=_issue_tracker(settings, by_name["github"], home),
@@ -167,18 +191,54 @@ def build_verifier(s: Settings, host: Any) -> Any:
         limits=Limits(wall_s=s.test_timeout_s, cpu_s=int(s.test_timeout_s))))
 
 
-def _error_source(s: Settings, state: str, anchor: datetime) -> Any:
+def error_source(s: Settings, state: str, anchor: datetime) -> Any:
+    """The source the settings choose: live with credentials, else the errors file, else the demo's errors."""
     if state == "live":
+        return _live_source(s)
+    path, demo = (Path(s.errors_file), False) if s.errors_file else (demo_errors_file(s), True)
+    if _is_sentry_events(path):
+        from nightwatch.sources.sentry_file import SentryEventsFileSource
+
+        return SentryEventsFileSource(path, rebase_to=anchor if demo else None, demo=demo,
+                                      events_per_issue=s.sentry_events_per_issue)
+    from nightwatch.sources.export_file import ExportFileSource
+
+    return ExportFileSource(path, rebase_to=anchor if demo else None, demo=demo)
+
+
+def _is_sentry_events(path: Path) -> bool:
+    """A file of Sentry events (its format is named in its first bytes), not a NerdGraph export."""
+    from nightwatch.sources.sentry_file import EVENTS_FORMAT
+
+    try:
+        with path.open("rb") as handle:
+            return EVENTS_FORMAT.encode() in handle.read(4096)
+    except OSError:
+        return False
+
+
+def _live_source(s: Settings) -> Any:
+    if s.source == "newrelic":
         from nightwatch.sources.nerdgraph import NerdGraphClient, NerdGraphSource
 
         assert s.newrelic_api_key is not None and s.newrelic_account_id is not None and s.newrelic_app_name
         client = NerdGraphClient(s.newrelic_api_key, s.newrelic_account_id, s.nerdgraph_url, timeout_s=s.newrelic_timeout_s)
         return NerdGraphSource(client, s.newrelic_app_name)
-    from nightwatch.sources.export_file import ExportFileSource
+    return sentry_source(s)
 
-    if s.errors_file:
-        return ExportFileSource(Path(s.errors_file))
-    return ExportFileSource(demo_file(s, "nerdgraph_export.json"), rebase_to=anchor, demo=True)
+
+def sentry_source(s: Settings, timeout_s: float | None = None, max_retries: int = 3) -> Any:
+    """Sentry's or Bugsink's source over its web API, as the settings name it."""
+    from nightwatch.sources.sentry import BugsinkSource, SentrySource, TrackerAPI
+
+    assert s.sentry_auth_token is not None and s.sentry_project
+    service = "Sentry" if s.source == "sentry" else "Bugsink"
+    api = TrackerAPI(s.sentry_auth_token, s.sentry_api_url, service, timeout_s=timeout_s or s.sentry_timeout_s,
+                     max_retries=max_retries)
+    if s.source == "sentry":
+        assert s.sentry_org
+        return SentrySource(api, s.sentry_org, s.sentry_project, s.sentry_query, s.sentry_environment, s.sentry_events_per_issue)
+    return BugsinkSource(api, s.sentry_project, s.sentry_query, s.sentry_events_per_issue, s.sentry_environment)
 
 
 def _code_host(s: Settings, state: str, home: Path, anchor: datetime) -> Any:

@@ -21,6 +21,9 @@ NERDGRAPH_ENDPOINTS = {
     "US": "https://api.newrelic.com/graphql",
     "EU": "https://api.eu.newrelic.com/graphql",
 }
+# sentry.io's regions (each organization lives in one); a self-hosted Sentry, GlitchTip or Bugsink sets its own URL
+SENTRY_URLS = {"US": "https://us.sentry.io", "EU": "https://de.sentry.io"}
+SOURCES = ("newrelic", "sentry", "bugsink")
 
 
 def _env(*names: str) -> AliasChoices:
@@ -64,6 +67,31 @@ class Settings(BaseSettings):
     )
     newrelic_endpoint: str | None = Field(default=None, description="Overrides the region's NerdGraph URL.")
     newrelic_timeout_s: float = 30.0
+
+    # Where the night's errors come from: one source per deployment.
+    source: Literal["newrelic", "sentry", "bugsink"] = Field(
+        default="newrelic", description="The error source: New Relic (NerdGraph), Sentry's web API (sentry.io, a "
+                                        "self-hosted Sentry, or GlitchTip), or Bugsink's canonical API.")
+
+    # Sentry (and the trackers that speak its API): token + organization + project, or none of them; Bugsink needs
+    # no organization, and its project is the number in its URLs.
+    sentry_auth_token: SecretStr | None = Field(
+        default=None, validation_alias=_env("NIGHTWATCH_SENTRY_AUTH_TOKEN", "SENTRY_AUTH_TOKEN"),
+        description="An auth token that may read the project's issues and events (Sentry: event:read and project:read; "
+                    "Bugsink: a token from its API settings).")
+    sentry_org: str | None = Field(default=None, validation_alias=_env("NIGHTWATCH_SENTRY_ORG", "SENTRY_ORG"),
+                                   description="The organization's slug (Sentry only).")
+    sentry_project: str | None = Field(default=None, validation_alias=_env("NIGHTWATCH_SENTRY_PROJECT", "SENTRY_PROJECT"),
+                                       description="The project's slug (Sentry) or id (Bugsink).")
+    sentry_region: Literal["US", "EU"] = Field(default="US", description="sentry.io's region of the organization.")
+    sentry_url: str | None = Field(default=None, validation_alias=_env("NIGHTWATCH_SENTRY_URL", "SENTRY_URL"),
+                                   description="A self-hosted Sentry's, GlitchTip's or Bugsink's address "
+                                               "(https://sentry.example.com); overrides the region.")
+    sentry_environment: str | None = Field(default=None, description="Only errors of this environment (e.g. production).")
+    sentry_query: str = Field(default="is:unresolved", description="Sentry's issue search for the night (Sentry's own "
+                              "default); Bugsink reads is:unresolved as its open issues and an empty query as all.")
+    sentry_events_per_issue: int = Field(default=3, ge=1, le=100, description="Recent events read in full per selected error.")
+    sentry_timeout_s: float = 30.0
 
     # Errors from a NerdGraph export file instead of the API (the demo default when no key is set).
     errors_file: Path | None = None
@@ -166,6 +194,11 @@ class Settings(BaseSettings):
     @property
     def nerdgraph_url(self) -> str:
         return self.newrelic_endpoint or NERDGRAPH_ENDPOINTS[self.newrelic_region]
+
+    @property
+    def sentry_api_url(self) -> str:
+        """The tracker's address: the configured one, else sentry.io's region."""
+        return (self.sentry_url or SENTRY_URLS[self.sentry_region]).rstrip("/")
 
     @property
     def live_model(self) -> bool:

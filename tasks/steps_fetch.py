@@ -77,7 +77,7 @@ def ignore_file_of(ctx: RunContext) -> str | None:
     if settings.ignore_file:
         return str(settings.ignore_file)
     demo_rules = demo_file(settings, "ignore.yml")  # the Python demo has none of its own
-    offline_demo = runtime(ctx).state("newrelic") == "offline" and not settings.errors_file
+    offline_demo = runtime(ctx).source_state == "offline" and not settings.errors_file
     return str(demo_rules) if offline_demo and demo_rules.is_file() else None
 
 

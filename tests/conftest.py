@@ -68,7 +68,7 @@ def nightwatch_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "nightwatch-home"
     monkeypatch.setenv("NIGHTWATCH_HOME", str(home))
     for name in list(os.environ):
-        if name.startswith(("NIGHTWATCH_", "ANTHROPIC_", "NEW_RELIC_", "SLACK_")) and name not in ("NIGHTWATCH_HOME", clock.VARIABLE):
+        if name.startswith(("NIGHTWATCH_", "ANTHROPIC_", "NEW_RELIC_", "SLACK_", "SENTRY_")) and name not in ("NIGHTWATCH_HOME", clock.VARIABLE):
             monkeypatch.delenv(name, raising=False)
     for name in ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -81,7 +81,7 @@ def test_a_process_started_later_reads_the_same_calendar(monkeypatch: pytest.Mon
 # Where the real clock may still be read: only where NightWatch compares with another service's own clock.
 REAL_CLOCK_READERS = {
     "nightwatch/clock.py": "the calendar itself",
-    "nightwatch/sources/nerdgraph.py": "a Retry-After HTTP date, the server's clock",
+    "nightwatch/sources/http_retry.py": "a Retry-After HTTP date, the server's clock",
     "nightwatch/triage/batch.py": "the Batches API stamps created_at by its clock; deadlines and adoption compare with it",
     "nightwatch/offline/batches.py": "the offline Batches API's own clock",
     "nightwatch/verify/cgroup.py": "file modification times, the kernel's clock",

@@ -8,17 +8,13 @@ turning every failure into a `SourceError` a user can act on. The key is never p
 
 from __future__ import annotations
 
-import time
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 from pydantic import SecretStr
 
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
-from nightwatch.redact import clean
-from nightwatch.sources import nrql
+from nightwatch.sources import http_retry, nrql
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import collect_error_groups, parse_deploys, parse_traces, unwrap_results
 
@@ -26,7 +22,6 @@ NRQL_GRAPHQL = (
     "query($accountId: Int!, $nrql: Nrql!) "
     "{ actor { account(id: $accountId) { nrql(query: $nrql, timeout: 60) { results } } } }"
 )
-MAX_RETRY_AFTER_S = 120.0
 
 
 class NerdGraphClient:
@@ -69,23 +64,8 @@ class NerdGraphClient:
         return unwrap_results(self._post(payload, what), what)
 
     def _post(self, payload: dict, what: str) -> Any:
-        failure, kind = "no attempt made", ""
-        for attempt in range(self.max_retries + 1):
-            delay = self.backoff_s * 2**attempt
-            try:
-                response = self._http.post(self.endpoint, json=payload, headers=self._headers())
-            except httpx.TimeoutException:
-                failure, kind = f"timed out after {self._http.timeout.read}s", "unreachable"
-            except httpx.TransportError as exc:
-                failure, kind = f"could not reach {self.endpoint} ({type(exc).__name__})", "unreachable"
-            else:
-                if not _retryable(response.status_code):
-                    return self._decode(response, what)
-                failure, kind = f"HTTP {response.status_code}", "busy"
-                delay = _retry_after(response) if response.status_code == 429 else delay
-            if attempt < self.max_retries:
-                time.sleep(delay)
-        raise SourceError(f"NerdGraph {what} failed after {self.max_retries + 1} attempt(s): {failure}", kind)
+        request = self._http.build_request("POST", self.endpoint, json=payload, headers=self._headers())
+        return self._decode(http_retry.send(self._http, request, "NerdGraph", what, self.max_retries, self.backoff_s), what)
 
     def _headers(self) -> dict[str, str]:
         return {"API-Key": self._api_key.get_secret_value(), "Content-Type": "application/json"}
@@ -99,36 +79,15 @@ class NerdGraphClient:
                 "in NEW_RELIC_API_KEY or NIGHTWATCH_NEWRELIC_API_KEY", "rejected"
             )
         if status >= 400:
-            raise SourceError(f"NerdGraph refused the {what} with HTTP {status}: {_snippet(response)}")
+            raise SourceError(f"NerdGraph refused the {what} with HTTP {status}: {http_retry.snippet(response)}")
         try:
             return response.json()
         except ValueError:
             kind = response.headers.get("content-type", "no content-type")
             raise SourceError(
                 f"NerdGraph returned a malformed response for the {what}: the body is not JSON "
-                f"(HTTP {status}, {kind}): {_snippet(response)!r}"
+                f"(HTTP {status}, {kind}): {http_retry.snippet(response)!r}"
             ) from None
-
-
-def _retryable(status: int) -> bool:
-    return status == 429 or status >= 500
-
-
-def _retry_after(response: httpx.Response) -> float:
-    """Seconds to wait before retrying a 429: Retry-After as seconds or an HTTP date."""
-    value = response.headers.get("retry-after", "").strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
-        except (TypeError, ValueError):
-            seconds = 1.0
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
-
-
-def _snippet(response: httpx.Response) -> str:
-    return clean(response.text[:4_000], limit=300)[0]  # redacted before the cut
 
 
 class NerdGraphSource:

@@ -1,0 +1,266 @@
+"""Errors from Sentry's web API (sentry.io, a self-hosted Sentry, GlitchTip) and from Bugsink's canonical API.
+
+`TrackerAPI` owns the transport: a bearer token, retries (429 after Retry-After, 5xx and timeouts with backoff), every
+page of a list (Sentry's `Link: <...>; rel="next"; results="true"` header, Bugsink's `next` URL), and turning every
+failure into a `SourceError` a user can act on. The token is never put in a message.
+
+The two sources answer the same three questions and hand the same models on:
+
+- `SentrySource`: `GET /api/0/organizations/{org}/issues/?project=…&start=…&end=…&query=…` lists the issues seen in
+  the window with their counts for it (events, users affected); for each selected one,
+  `GET …/issues/{id}/events/?full=true&start=…&end=…&per_page=N` reads its newest N events in full, one request.
+- `BugsinkSource`: Bugsink's `GET /api/canonical/0/issues/?project=…&sort=last_seen&order=desc` until the issues were
+  last seen before the window; it dates first/last seen by when it received the events, so each candidate's events
+  (`/events/?issue=…`, newest first) are counted by their own timestamps, and the selected ones' newest N are read
+  with `/events/{id}/`.
+
+Requests a night makes (`benchmarks/sentry_requests.py` prints them): Sentry, one per 100 issues listed plus one per
+selected error; Bugsink, one per 250 issues listed, one per candidate issue, and N per selected error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+from pydantic import SecretStr
+
+from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
+from nightwatch.sources import http_retry
+from nightwatch.sources.base import ErrorBatch, SourceError
+from nightwatch.sources.parse import parse_timestamp
+from nightwatch.sources.sentry_event import moment, text, trace_of
+
+MAX_PAGES = 200  # of one list: 20,000 Sentry issues, 50,000 Bugsink ones, far past what a night selects from
+
+
+class TrackerAPI:
+    """GET JSON from a Sentry-protocol tracker's web API."""
+
+    def __init__(self, token: SecretStr, base_url: str, service: str = "Sentry", timeout_s: float = 30,
+                 max_retries: int = 3, backoff_s: float = 1.0, transport: httpx.BaseTransport | None = None) -> None:
+        if not base_url.startswith(("https://", "http://")):
+            raise SourceError(f"{service} URL {base_url!r} is not an http(s) URL")
+        self.base_url = base_url.rstrip("/") + "/"
+        self.service = service
+        self.max_retries = max(0, max_retries)
+        self.backoff_s = backoff_s
+        self.requests = 0  # sent, retries included: what a night costs the tracker
+        self._token = token
+        self._http = httpx.Client(timeout=timeout_s, transport=transport, follow_redirects=True,
+                                  event_hooks={"request": [self._counted]})
+
+    def __repr__(self) -> str:
+        return f"TrackerAPI({self.service}, {self.base_url!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def get(self, path_or_url: str, params: dict[str, Any] | None, what: str) -> tuple[Any, str | None]:
+        """The decoded body of one GET and the next page's URL, if the answer says there is one."""
+        url = path_or_url if path_or_url.startswith(("http://", "https://")) else urljoin(self.base_url, path_or_url)
+        request = self._http.build_request("GET", url, params=params,
+                                           headers={"Authorization": f"Bearer {self._token.get_secret_value()}"})
+        response = http_retry.send(self._http, request, self.service, what, self.max_retries, self.backoff_s)
+        body = self._decode(response, what)
+        return body, _next_page(response, body)
+
+    def _counted(self, request: httpx.Request) -> None:
+        self.requests += 1
+
+    def pages(self, path: str, params: dict[str, Any], what: str) -> Any:
+        """Every item of a paginated list, page after page, as they arrive (a caller may stop early)."""
+        url: str | None = path
+        for page in range(MAX_PAGES):
+            body, url = self.get(url, params if page == 0 else None, f"{what} (page {page + 1})")  # type: ignore[arg-type]
+            items = body.get("results") if isinstance(body, dict) else body
+            if not isinstance(items, list):
+                raise SourceError(f"{self.service} returned a malformed {what}: a {type(items).__name__}, not a list")
+            yield from items
+            if not url:
+                return
+
+    def _decode(self, response: httpx.Response, what: str) -> Any:
+        status = response.status_code
+        if status in (401, 403):
+            raise SourceError(f"{self.service} refused the auth token (HTTP {status}) for the {what}: set a token that may "
+                              "read the project's issues and events in SENTRY_AUTH_TOKEN or NIGHTWATCH_SENTRY_AUTH_TOKEN",
+                              "rejected")
+        if status == 404:
+            raise SourceError(f"{self.service} answered 404 for the {what} ({response.request.url.copy_with(query=None)}): "
+                              "check the organization and project (NIGHTWATCH_SENTRY_ORG, NIGHTWATCH_SENTRY_PROJECT) and "
+                              "NIGHTWATCH_SENTRY_URL", "not_found")
+        if status >= 400:
+            raise SourceError(f"{self.service} refused the {what} with HTTP {status}: {http_retry.snippet(response)}")
+        try:
+            return response.json()
+        except ValueError:
+            kind = response.headers.get("content-type", "no content-type")
+            raise SourceError(f"{self.service} returned a malformed response for the {what}: the body is not JSON "
+                              f"(HTTP {status}, {kind}): {http_retry.snippet(response)!r}") from None
+
+
+def _next_page(response: httpx.Response, body: Any) -> str | None:
+    if isinstance(body, dict) and "results" in body:  # Bugsink (Django REST framework's cursor pagination)
+        return body.get("next") if isinstance(body.get("next"), str) else None
+    link = response.links.get("next") or {}
+    return link.get("url") if link.get("url") and link.get("results", "true") == "true" else None
+
+
+def iso(moment_: datetime) -> str:
+    return moment_.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(int(float(value)), 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _time(value: Any) -> datetime | None:
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+class SentrySource:
+    """Errors of one Sentry project, live (sentry.io or a self-hosted Sentry)."""
+
+    name = "sentry"
+    demo = False
+
+    def __init__(self, api: TrackerAPI, org: str, project: str, query: str = "is:unresolved",
+                 environment: str | None = None, events_per_issue: int = 3) -> None:
+        self.api, self.org, self.project = api, org, project
+        self.query, self.environment, self.events_per_issue = query, environment, events_per_issue
+
+    def close(self) -> None:
+        self.api.close()
+
+    def _window(self, window: Window) -> dict[str, Any]:
+        params: dict[str, Any] = {"start": iso(window.start), "end": iso(window.end)}
+        return params | ({"environment": self.environment} if self.environment else {})
+
+    def check(self) -> str:
+        """One cheap request that proves the token, the organization and the project (preflight)."""
+        body, _ = self.api.get(f"api/0/projects/{self.org}/{self.project}/", None, "project lookup")
+        name = body.get("slug") if isinstance(body, dict) else None
+        return f"project {self.org}/{name or self.project}"
+
+    def fetch_errors(self, window: Window, limit: int = 200) -> ErrorBatch:
+        params = {"project": self.project, "query": self.query, "sort": "freq", "limit": 100} | self._window(window)
+        batch = ErrorBatch()
+        for index, issue in enumerate(self.api.pages(f"api/0/organizations/{self.org}/issues/", params, "issues list")):
+            batch.rows_seen += 1
+            group = sentry_group(issue, self.project)
+            if group is None:
+                batch.warnings.append(f"skipped issue {index} of the issues list: it has no id")
+            elif len(batch.errors) < limit:
+                batch.errors.append(group)
+        return batch
+
+    def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
+        params = {"full": "true", "per_page": self.events_per_issue} | self._window(window)
+        path = f"api/0/organizations/{self.org}/issues/{error.issue_id}/events/"
+        body, _ = self.api.get(path, params, f"events of issue {error.issue_id}")
+        if not isinstance(body, list):
+            raise SourceError(f"Sentry returned a malformed events list for issue {error.issue_id}: a "
+                              f"{type(body).__name__}, not a list")
+        return trace_of(error.fingerprint, body[: self.events_per_issue])
+
+    def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
+        return [], []
+
+
+def sentry_group(issue: Any, app: str) -> ErrorGroup | None:
+    """An issue of Sentry's issues list as an ErrorGroup: its type as the class (a message event has none), its
+    culprit (the transaction, where the SDK named one) as the transaction, its counts for the window."""
+    if not isinstance(issue, dict) or not issue.get("id"):
+        return None
+    metadata = issue.get("metadata") if isinstance(issue.get("metadata"), dict) else {}
+    message_event = not metadata.get("type")
+    return ErrorGroup(
+        error_class="" if message_event else text(metadata.get("type"), 300),
+        transaction=text(issue.get("culprit"), 500),
+        message=text(metadata.get("title") or issue.get("title") if message_event else metadata.get("value")),
+        occurrences=_count(issue.get("count")), users=_count(issue.get("userCount")),
+        first_seen=_time(issue.get("firstSeen")), last_seen=_time(issue.get("lastSeen")), app_name=app,
+        level=text(issue.get("level"), 20), handled=not issue["isUnhandled"] if isinstance(issue.get("isUnhandled"), bool) else None,
+        issue_id=text(str(issue["id"]), 64), url=text(issue.get("permalink"), 500))
+
+
+class BugsinkSource:
+    """Errors of one Bugsink project, live."""
+
+    name = "bugsink"
+    demo = False
+
+    def __init__(self, api: TrackerAPI, project: str, query: str = "is:unresolved", events_per_issue: int = 3,
+                 environment: str | None = None) -> None:
+        self.api, self.project, self.events_per_issue = api, project, events_per_issue
+        self.state = "open" if query.strip() == "is:unresolved" else "all"
+        words = [] if query.strip() in ("", "is:unresolved") else [query.strip()]
+        self.tags = f'environment:"{environment}"' if environment else ""  # Bugsink's tag filter
+        self.search = " ".join(words + ([self.tags] if self.tags else []))
+        self._in_window: dict[str, list[dict]] = {}
+
+    def close(self) -> None:
+        self.api.close()
+
+    def check(self) -> str:
+        body, _ = self.api.get(f"api/canonical/0/projects/{self.project}/", None, "project lookup")
+        return f"project {body.get('name') if isinstance(body, dict) else self.project}"
+
+    def fetch_errors(self, window: Window, limit: int = 200) -> ErrorBatch:
+        params = {"project": self.project, "sort": "last_seen", "order": "desc", "state": self.state}
+        params |= {"q": self.search} if self.search else {}
+        batch = ErrorBatch()
+        for issue in self.api.pages("api/canonical/0/issues/", params, "issues list"):
+            batch.rows_seen += 1
+            last = _time(issue.get("last_seen")) if isinstance(issue, dict) else None
+            if last is not None and last < window.start:
+                break  # newest first: every issue after this one was last seen before the window
+            group = self._group(issue, window) if isinstance(issue, dict) and issue.get("id") else None
+            if group is not None:
+                batch.errors.append(group)
+        batch.errors.sort(key=lambda g: (-g.occurrences, g.fingerprint))
+        return ErrorBatch(errors=batch.errors[:limit], warnings=batch.warnings, rows_seen=batch.rows_seen)
+
+    def _events(self, issue_id: str, window: Window) -> list[dict]:
+        """The issue's events whose own timestamps fall in the window, newest first (kept for fetch_traces)."""
+        params = {"issue": issue_id} | ({"q": self.tags} if self.tags else {})
+        events = []
+        for event in self.api.pages("api/canonical/0/events/", params, f"events of issue {issue_id}"):
+            when = moment(event) if isinstance(event, dict) else None
+            if when is not None and when < window.start:
+                break  # newest first
+            if when is not None and when < window.end:
+                events.append(event)
+        self._in_window[issue_id] = events
+        return events
+
+    def _group(self, issue: dict, window: Window) -> ErrorGroup | None:
+        """The issue with its events counted in the window by their own timestamps; None if none falls in it."""
+        events = self._events(str(issue["id"]), window)
+        if not events:
+            return None
+        return ErrorGroup(
+            error_class=text(issue.get("calculated_type"), 300), transaction=text(issue.get("transaction"), 500),
+            message=text(issue.get("calculated_value")), occurrences=len(events), first_seen=_time(issue.get("first_seen")),
+            last_seen=max(t for t in map(moment, events) if t), app_name=self.project, issue_id=text(str(issue["id"]), 64),
+            url=urljoin(self.api.base_url, f"issues/issue/{issue['id']}/"))
+
+    def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
+        listed = self._in_window.get(error.issue_id)
+        if listed is None:  # listed by another process (a retried task): list this issue's events again
+            listed = self._events(error.issue_id, window)
+        events = [self.api.get(f"api/canonical/0/events/{e['id']}/", None, f"event {e['id']}")[0]
+                  for e in listed[: self.events_per_issue] if isinstance(e, dict) and e.get("id")]
+        return trace_of(error.fingerprint, [e.get("data") for e in events if isinstance(e, dict)])
+
+    def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
+        return [], []
