@@ -80,15 +80,16 @@ def options(framework: str, extra: dict) -> dict:
     return {"dsn": DSN, "release": RELEASE, "environment": "production", "server_name": SERVERS[framework], **extra}
 
 
-def make_environment(sdk: str, venv: Path, packages: list[str]) -> Path:
-    """A venv with sentry-sdk and `packages`, and the driver where a WSGI/ASGI server's own code would be
-    (site-packages), so its frames in a stack trace are a library's, as gunicorn's or uvicorn's are."""
+def make_environment(sdk: str, venv: Path, packages: list[str], extra: str = "") -> Path:
+    """A venv with sentry-sdk (with its `extra`, as Sentry's setup page for a framework says to install it) and
+    `packages`, and the driver where a WSGI/ASGI server's own code would be (site-packages), so its frames in a
+    stack trace are a library's, as gunicorn's or uvicorn's are."""
     python = venv / "bin" / "python"
     if python.exists():
         return python
     uv = shutil.which("uv") or str(ROOT / ".tools" / "uv" / "bin" / "uv")
     subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-    subprocess.run([uv, "pip", "install", "--quiet", "--python", str(python), f"sentry-sdk=={sdk}", *packages],
+    subprocess.run([uv, "pip", "install", "--quiet", "--python", str(python), f"sentry-sdk{f'[{extra}]' if extra else ''}=={sdk}", *packages],
                    check=True)
     server = site_packages(python) / "capture_server"
     server.mkdir(exist_ok=True)

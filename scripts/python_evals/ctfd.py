@@ -9,6 +9,9 @@ the requests that hit the bug) run through CTFd's WSGI application under the rea
 (`ctfd_drive.py`). The error payloads the agent wrote to its audit log become the case's export.json
 (`nightwatch.sources.agent_capture.export_of`); expected.yml and repo/ (the files the night needs, at the parent,
 with the LICENSE) are written beside it. The deployment folders are removed afterwards. Needs root (the paths).
+
+With --sentry the same steps run under today's sentry-sdk instead of the agent, and every event it sent is written,
+verbatim, as the case's sentry_events.json (`sentry_events.py`); the rest of the case is left as it is.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from capture_newrelic_python import AGENT, INI, make_environment, read_audit_log  # noqa: E402
+from python_evals import sentry_events  # noqa: E402
 from python_evals.common import expected_yml  # noqa: E402
 
 from nightwatch.sources.agent_capture import export_of  # noqa: E402
@@ -225,18 +229,22 @@ def export_tree(git_dir: str, commit: str, root: Path) -> None:
     batch.wait()
 
 
-def deploy(git_dir: str, case: dict) -> Path:
-    """The parent's tree at the production path, with its venv (requirements.txt + the agent) where it really lives."""
+def deploy(git_dir: str, case: dict, sentry: bool = False) -> Path:
+    """The parent's tree at the production path, with its venv (requirements.txt + the agent, or sentry-sdk) where
+    it really lives."""
     root, venv = Path(case["root"]), Path(case["venv"])
     for path in (root, venv):
         if path.exists():
             shutil.rmtree(path)
     root.mkdir(parents=True)
     export_tree(git_dir, case["parent"], root)
+    if sentry:
+        return sentry_events.environment(venv, root / "requirements.txt", "ctfd_drive.py", "flask")
     python = make_environment(AGENT, venv, ["-r", str(root / "requirements.txt")])
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    shutil.copy(Path(__file__).with_name("ctfd_drive.py"), Path(site) / "capture_server" / "ctfd_drive.py")
+    for name in ("ctfd_drive.py", "monitors.py"):
+        shutil.copy(Path(__file__).with_name(name), Path(site) / "capture_server" / name)
     return python
 
 
@@ -254,6 +262,15 @@ def capture(python: Path, case: dict) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{case['slug']}: the driver failed:\n{proc.stderr[-4000:]}")
     return read_audit_log(audit)
+
+
+def capture_sentry(python: Path, case: dict) -> Path:
+    """The case's steps under sentry-sdk; every event it sent, checked for the case's error, as sentry_events.json."""
+    requests, events = sentry_events.run(python, "capture_server.ctfd_drive", case, {"steps": case["steps"]}, WORK,
+                                         "ctfd-web-1", drop=("DATABASE_", "REDIS_", "SECRET_KEY"))
+    sentry_events.check(events, case, case["error"][0], tuple(case["crash"]))
+    return sentry_events.write(EVALS / f"ctfd-{case['slug']}", python, case, requests, events,
+                               ("flask", "werkzeug", "sqlalchemy"))
 
 
 def trace_frames(trace: list[str]) -> list[tuple[str, int]]:
@@ -341,12 +358,16 @@ def main() -> int:
     parser.add_argument("--git-dir", required=True, help="a clone (bare is fine) of github.com/CTFd/CTFd")
     parser.add_argument("--only", action="append", help="a case slug (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the deployment folders (for debugging)")
+    parser.add_argument("--sentry", action="store_true", help="capture under sentry-sdk into sentry_events.json")
     args = parser.parse_args()
     for case in CASES:
         if args.only and case["slug"] not in args.only:
             continue
-        python = deploy(args.git_dir, case)
+        python = deploy(args.git_dir, case, sentry=args.sentry)
         try:
+            if args.sentry:
+                print(f"{case['slug']}: -> {capture_sentry(python, case)}")
+                continue
             payloads = capture(python, case)
             folder = write_case(args.git_dir, case, payloads, python)
             print(f"{case['slug']}: {sum(len(p[1]) for p in payloads['error_data'])} error traces -> {folder}")

@@ -1,7 +1,7 @@
-"""Drive one CTFd deployment under the real New Relic Python agent (developer mode).
+"""Drive one CTFd deployment under the real New Relic Python agent (developer mode) or the real Sentry SDK.
 
 Copied by `scripts/python_evals/ctfd.py` into the deployment's venv (site-packages/capture_server/), beside the
-capture script's `drive.py`, and run there as `python -m capture_server.ctfd_drive ROOT INI SPEC`, with the
+capture script's `drive.py`, and run there as `python -m capture_server.ctfd_drive ROOT INI|sentry SPEC`, with the
 deployment folder as working directory. Every request, the first-run setup and the logins included, goes
 through CTFd's WSGI application as a server would call it, with the cookies and CSRF nonce a browser carries.
 """
@@ -15,9 +15,8 @@ import sys
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
 
-import newrelic.agent
+from capture_server import monitors
 from capture_server.app_traffic import FailingInput
-from capture_server.drive import harvest_cycle
 
 HOST = "ctf.example.org"
 NONCE = re.compile(r"""(?:csrfNonce['"]?\s*:\s*"|name="nonce"[^>]*value=")([0-9a-f]{16,})""")
@@ -89,10 +88,9 @@ class Browser:
 
 
 def main() -> None:
-    root, ini, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    root, monitor, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     sys.path.insert(0, root)
-    newrelic.agent.initialize(ini)
-    newrelic.agent.register_application(timeout=10.0)
+    harvest, finish = monitors.start(monitor)
     from CTFd import create_app
 
     app = create_app()
@@ -111,7 +109,7 @@ def main() -> None:
         elif op == "page":
             print("page", step["path"], browser.call("GET", step["path"])[0])
         elif op == "harvest":
-            harvest_cycle()
+            harvest()
         else:  # a request; a form carries the session's nonce, as CTFd's pages post it
             if step.get("page"):
                 browser.call("GET", step["page"])
@@ -122,7 +120,7 @@ def main() -> None:
                                     client_gone=step.get("client_gone", False), files=step.get("files"))
                        for _ in range(step.get("times", 1))]
             print(step["method"], step["path"], sorted({a[0] for a in answers}), answers[-1][1][:300].replace("\n", " "))
-    newrelic.agent.shutdown_agent(timeout=10.0)
+    finish()
 
 
 if __name__ == "__main__":

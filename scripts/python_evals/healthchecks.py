@@ -8,6 +8,9 @@ run through Django's WSGI handler under the real agent in developer mode (`healt
 payloads the agent wrote to its audit log become the case's export.json (`nightwatch.sources.agent_capture.export_of`).
 The case's expected.yml and repo/ (the files the night needs, at the parent, with the LICENSE) are written beside it.
 The deployment folders are removed afterwards. Needs root (the deploy paths) and the package registry.
+
+With --sentry the same requests run under today's sentry-sdk instead of the agent, and every event it sent is
+written, verbatim, as the case's sentry_events.json (`sentry_events.py`); the rest of the case is left as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from capture_newrelic_python import AGENT, INI, make_environment, read_audit_log  # noqa: E402
+from python_evals import sentry_events  # noqa: E402
 from python_evals.common import expected_yml  # noqa: E402
 
 from nightwatch.sources.agent_capture import export_of  # noqa: E402
@@ -216,8 +220,9 @@ def git(git_dir: str, *args: str) -> bytes:
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, check=True).stdout
 
 
-def deploy(git_dir: str, case: dict) -> Path:
-    """The parent's tree at the production path, with its venv (requirements.txt + the agent) where it really lives."""
+def deploy(git_dir: str, case: dict, sentry: bool = False) -> Path:
+    """The parent's tree at the production path, with its venv (requirements.txt + the agent, or sentry-sdk) where
+    it really lives."""
     root, venv = Path(case["root"]), Path(case["venv"])
     for path in (root, venv):
         if path.exists():
@@ -225,10 +230,13 @@ def deploy(git_dir: str, case: dict) -> Path:
     root.mkdir(parents=True)
     archive = git(git_dir, "archive", case["parent"])
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    if sentry:
+        return sentry_events.environment(venv, root / "requirements.txt", "healthchecks_drive.py", "django")
     python = make_environment(AGENT, venv, ["-r", str(root / "requirements.txt")])
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    shutil.copy(Path(__file__).with_name("healthchecks_drive.py"), Path(site) / "capture_server" / "healthchecks_drive.py")
+    for name in ("healthchecks_drive.py", "monitors.py"):
+        shutil.copy(Path(__file__).with_name(name), Path(site) / "capture_server" / name)
     return python
 
 
@@ -245,6 +253,15 @@ def capture(python: Path, case: dict) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"{case['slug']}: the driver failed:\n{proc.stderr[-4000:]}")
     return read_audit_log(audit)
+
+
+def capture_sentry(python: Path, case: dict) -> Path:
+    """The case's requests under sentry-sdk; every event it sent, checked for the case's error, as sentry_events.json."""
+    spec = {"setup": case["setup"], "requests": case["requests"], "env": {**ENV, **case["env"]}}
+    requests, events = sentry_events.run(python, "capture_server.healthchecks_drive", case, spec, WORK,
+                                         "healthchecks-web-1", drop=("DB",))
+    sentry_events.check(events, case, case["error"][0], tuple(case["crash"]))
+    return sentry_events.write(EVALS / f"healthchecks-{case['slug']}", python, case, requests, events, ("django",))
 
 
 def app_frames(export: dict, case: dict, error: list[str]) -> list[tuple[str, int]]:
@@ -307,6 +324,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the deployment folders (for debugging)")
     parser.add_argument("--files-only", action="store_true",
                         help="rewrite expected.yml and repo/ from the case's existing export.json (no capture)")
+    parser.add_argument("--sentry", action="store_true", help="capture under sentry-sdk into sentry_events.json")
     args = parser.parse_args()
     for case in CASES:
         if args.only and case["slug"] not in args.only:
@@ -315,8 +333,11 @@ def main() -> int:
             folder = EVALS / f"healthchecks-{case['slug']}"
             write_files(args.git_dir, case, folder, json.loads((folder / "export.json").read_text(encoding="utf-8")))
             continue
-        python = deploy(args.git_dir, case)
+        python = deploy(args.git_dir, case, sentry=args.sentry)
         try:
+            if args.sentry:
+                print(f"{case['slug']}: -> {capture_sentry(python, case)}")
+                continue
             payloads = capture(python, case)
             folder = write_case(args.git_dir, case, payloads, python)
             print(f"{case['slug']}: {sum(len(p[1]) for p in payloads['error_data'])} error traces -> {folder}")

@@ -1,9 +1,9 @@
-"""Drive one Healthchecks case under the real New Relic Python agent (developer mode).
+"""Drive one Healthchecks case under the real New Relic Python agent (developer mode) or the real Sentry SDK.
 
 Runs inside the case's throwaway venv (copied next to `capture_server.drive`, so its frames are a server's, in
 site-packages), with the Healthchecks checkout deployed at its production path as the working directory:
 
-    python -m capture_server.healthchecks_drive <root> <newrelic.ini> <case json>
+    python -m capture_server.healthchecks_drive <root> <newrelic.ini>|sentry <case json>
 
 The database is Healthchecks' default SQLite file in the checkout (no DB env set); `migrate` creates it. Each case's
 `setup` creates the rows its requests need, through the application's own models; the requests then go through
@@ -19,9 +19,8 @@ import sys
 import uuid
 from pathlib import Path
 
-import newrelic.agent
+from capture_server import monitors
 from capture_server.app_traffic import FailingInput, wsgi_call
-from capture_server.drive import harvest_cycle
 
 CSRF = "k" * 32  # a CSRF secret, sent as the cookie and echoed in the header, as a browser's form post does
 HOST = "healthchecks.example.org"
@@ -109,12 +108,11 @@ SETUPS = {"pause-non-object-body": setup_api_check, "ping-non-utf8-body": setup_
 
 
 def main() -> None:
-    root, ini, case = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+    root, monitor, case = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
     sys.path.insert(0, str(root))
     os.chdir(root)
     os.environ.update({"DJANGO_SETTINGS_MODULE": "hc.settings", "SITE_ROOT": f"https://{HOST}", **case.get("env", {})})
-    newrelic.agent.initialize(ini)
-    newrelic.agent.register_application(timeout=10.0)
+    harvest, finish = monitors.start(monitor)
     import django
     from django.core.management import call_command
     from django.core.wsgi import get_wsgi_application
@@ -134,8 +132,8 @@ def main() -> None:
                             cookie if request.get("session", True) else f"csrftoken={CSRF}")
         answers = [wsgi_call(call, request["method"], path, HOST, body, stream) for _ in range(request.get("times", 1))]
         print(request["method"], path, request.get("times", 1), sorted(set(answers)))
-        harvest_cycle()
-    newrelic.agent.shutdown_agent(timeout=10.0)
+        harvest()
+    finish()
 
 
 if __name__ == "__main__":
