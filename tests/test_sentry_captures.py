@@ -176,6 +176,14 @@ def test_3x_no_longer_turns_error_log_records_into_events() -> None:
     assert "bad host 400 Bad Request" in load("django-sdk3")["requests"]
 
 
+def test_a_flask_transaction_is_its_endpoint_under_2x_and_its_url_rule_under_3x() -> None:
+    def named(name: str) -> set[tuple[str, str]]:
+        return {(e["transaction"], e["transaction_info"]["source"]) for e in load(name)["events"]}
+
+    assert named("flask-sdk2") == {("reading_time", "component"), ("archive", "component")}
+    assert named("flask-sdk3") == {("/posts/<int:post_id>/reading-time", "route"), ("/archive", "route")}
+
+
 def test_the_gunicorn_worker_timeout_reaches_sentry_as_the_worker_s_system_exit() -> None:
     for name in ("gunicorn-timeout-sdk2", "gunicorn-timeout-sdk3"):
         (event,) = load(name)["events"]
@@ -236,3 +244,31 @@ def test_the_demo_frames_carry_the_deployed_paths() -> None:
                 assert frame["abs_path"].startswith(root + "/bookshop/"), frame["abs_path"]
             else:
                 assert frame["abs_path"].startswith(root + "/venv/lib/"), frame["abs_path"]
+
+
+EVAL_CASES = sorted(p.parent.name for p in (ROOT / "evals").glob("*/sentry_events.json"))
+
+
+def deployed_frames(event: dict, captured: dict) -> list[dict]:
+    """The raised exception's frames of the deployed tree, not its venv. Code compiled from a string (SQLAlchemy's
+    generated methods) is `<string>`, which the SDK makes absolute against the working directory: not a file."""
+    root, venv = captured["deployed_at"].rstrip("/") + "/", captured["venv"].rstrip("/") + "/"
+    return [f for f in raised(event)["stacktrace"]["frames"] if f["abs_path"].startswith(root)
+            and not f["abs_path"].startswith(venv) and not f["filename"].startswith("<")]
+
+
+@pytest.mark.parametrize("case", EVAL_CASES)
+def test_an_eval_case_s_sentry_events_hold_its_error_at_its_crash_line(case: str) -> None:
+    folder = ROOT / "evals" / case
+    night = json.loads((folder / "sentry_events.json").read_text(encoding="utf-8"))
+    answer = yaml.safe_load((folder / "expected.yml").read_text(encoding="utf-8"))
+    assert night["format"] == "nightwatch.sentry-sdk-events/1"
+    module, _, error_type = answer["error"]["error_class"].partition(":")
+    root = night["captured"]["deployed_at"].rstrip("/") + "/"
+    crashes = {(deployed_frames(e, night["captured"])[-1]["abs_path"].removeprefix(root),
+                deployed_frames(e, night["captured"])[-1]["lineno"])
+               for e in night["events"] if raised(e)["type"] == error_type
+               and (raised(e)["module"] or "builtins") == module and deployed_frames(e, night["captured"])}
+    assert (answer["crash"]["file"], answer["crash"]["line"]) in crashes, crashes
+    for event in night["events"]:  # the deployment's release is the commit it runs
+        assert event["release"] == answer["source"]["commit"] and event["environment"] == "production"
