@@ -24,8 +24,8 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock Makefile
 
 setup: $(VENV)/.synced ## create the locked environment
 
-run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services; DEMO=python for the Python demo
-	$(if $(DEMO),NIGHTWATCH_DEMO=$(DEMO) )$(VENV)/bin/nightwatch run $(ARGS)
+run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services; DEMO=python for the Python demo, SOURCE=sentry for its errors as Sentry has them
+	$(if $(DEMO),NIGHTWATCH_DEMO=$(DEMO) )$(if $(SOURCE),NIGHTWATCH_SOURCE=$(SOURCE) )$(VENV)/bin/nightwatch run $(ARGS)
 
 test: setup ## run the test suite
 	bash scripts/run-tests.sh

@@ -63,6 +63,12 @@ class Window(Model):
 _ROUTE = re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) /")
 
 
+def is_web_transaction(name: str) -> bool:
+    """A web request's transaction: New Relic's web transactions, or a route (`/books/{isbn}`, `GET /books`) as
+    Sentry's SDKs name a request's transaction."""
+    return name.startswith(("Controller/", "WebTransaction/", "Api/", "Web/", "/")) or bool(_ROUTE.match(name))
+
+
 class ErrorGroup(Model):
     """One production error: an error class in a transaction, with its occurrence count."""
 
@@ -99,9 +105,7 @@ class ErrorGroup(Model):
 
     @property
     def user_facing(self) -> bool:
-        """A web request's error: New Relic's web transactions, or a route (`/books/{isbn}`, `GET /books`) as Sentry's
-        SDKs name a request's transaction."""
-        return self.transaction.startswith(("Controller/", "WebTransaction/", "Api/", "Web/", "/")) or bool(_ROUTE.match(self.transaction))
+        return is_web_transaction(self.transaction)
 
     @property
     def label(self) -> str:

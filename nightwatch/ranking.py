@@ -3,13 +3,15 @@
     score = (0.45 * volume + 0.35 * severity + 0.20 * recency) * (1.25 if user-facing else 1.0)
 
 - volume   = min(1, log10(1 + occurrences) / 4): log-scaled, so 10,000 occurrences do not drown
-             out a crash that happened 40 times; 10,000 and more count the same.
+             out a crash that happened 40 times; 10,000 and more count the same. Where the source counts the
+             users affected (Sentry), each user weighs ten occurrences: log10(1 + max(occurrences, 10 * users)).
 - severity = from the error class first, then the HTTP status:
              crash classes (NoMethodError, NameError, TypeError, ZeroDivisionError, KeyError,
              AttributeError, NullPointerException, ...) 1.0; timeouts 0.6; client-side or validation
              classes (RecordNotFound, RoutingError, RecordInvalid, ParameterMissing, ...) 0.25, raised
              to 0.6 when they still reached users as a 5xx; otherwise 5xx 0.9, 408/504 0.6,
-             other 4xx 0.25, unknown 0.7.
+             other 4xx 0.25, unknown 0.7. A web request's error that nothing handled (a source that says so, as
+             Sentry does, without recording the status) counts as the 500 it was answered with.
 - recency  = 0.5 ** (hours since last_seen / 12): half weight after 12 hours; unknown counts 0.5.
 - user-facing transactions (Controller/, WebTransaction/, Api/, Web/) weigh 25 % more than jobs.
 
@@ -31,6 +33,7 @@ WEIGHT_RECENCY = 0.20
 USER_FACING_BOOST = 1.25
 VOLUME_SATURATION_LOG10 = 4.0
 RECENCY_HALF_LIFE_H = 12.0
+USER_WEIGHT = 10  # occurrences one affected user weighs
 
 _CRASH = re.compile(
     r"NoMethodError|NameError|TypeError|ZeroDivisionError|KeyError|AttributeError|IndexError|"
@@ -47,7 +50,7 @@ _CLIENT = re.compile(
 
 def severity_of(error: ErrorGroup) -> float:
     """0..1 severity inferred from the class name, then the HTTP status."""
-    status = error.http_status
+    status = error.http_status or (500 if error.handled is False and error.user_facing else None)
     if _TIMEOUT.search(error.error_class):
         return 0.6
     if _CRASH.search(error.error_class):
@@ -68,7 +71,8 @@ def _status_severity(status: int | None) -> float:
 
 
 def volume_of(error: ErrorGroup) -> float:
-    return min(1.0, math.log10(1 + max(error.occurrences, 0)) / VOLUME_SATURATION_LOG10)
+    weight = max(error.occurrences, USER_WEIGHT * (error.users or 0), 0)
+    return min(1.0, math.log10(1 + weight) / VOLUME_SATURATION_LOG10)
 
 
 def recency_of(error: ErrorGroup, now: datetime) -> float:

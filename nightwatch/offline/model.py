@@ -21,7 +21,7 @@ from typing import Any
 from nightwatch.agent.file_view import numbered_lines
 from nightwatch.agent.search_view import parse_hits
 from nightwatch.agent.tools import SUBMIT_TOOL
-from nightwatch.models import Analysis
+from nightwatch.models import Analysis, is_web_transaction
 from nightwatch.offline.emulated_api import EmulatedMessagesAPI
 from nightwatch.offline.emulated_cache import PromptCache
 from nightwatch.offline.emulated_edits import CLEARED_TOOL_RESULT
@@ -453,7 +453,7 @@ def _validator_origin(conv: _Conversation) -> Found | None:
 
 def _python_web(conv: _Conversation) -> bool:
     top = conv.top_frame()
-    return conv.field("Transaction").startswith("WebTransaction/") and bool(top) and top[0].endswith(".py")  # type: ignore[index]
+    return is_web_transaction(conv.field("Transaction")) and bool(top) and top[0].endswith(".py")  # type: ignore[index]
 
 
 def _with_regression_test(conv: _Conversation, analysis: Analysis) -> Analysis:

@@ -78,10 +78,20 @@ class Handler:
 
 
 def handler_of(transaction: str, frames: list[tuple[str, int, str]], sources: dict[str, dict[int, str]]) -> Handler | None:
-    """`WebTransaction/Function/bookshop.app:book_price` -> bookshop/app.py's book_price, when a frame shows it."""
-    name = transaction.rsplit(":", 1)[-1].rsplit(".", 1)[-1] if transaction.startswith("WebTransaction/") else ""
-    frame = next((f for f in frames if f[2] == name and f[0].endswith(".py")), None)
+    """The request's handler, when a frame shows it: the function the transaction names (New Relic's
+    `WebTransaction/Function/bookshop.app:book_price`, an SDK's `bookshop.app.book_price`), else, for a transaction
+    that names a route (`/books/{isbn}/price`), the outermost application frame: the function the framework called."""
+    named = transaction.removeprefix("WebTransaction/Function/") if transaction.startswith("WebTransaction/") else (
+        transaction if _DOTTED_FUNCTION.match(transaction) else "")
+    name = named.rsplit(":", 1)[-1].rsplit(".", 1)[-1] if named else ""
+    python = [f for f in frames if f[0].endswith(".py")]
+    if not named and python:
+        name = python[-1][2]
+    frame = next((f for f in python if f[2] == name), None)
     return Handler(frame[0], name, sources.get(frame[0], {})) if frame and name else None
+
+
+_DOTTED_FUNCTION = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+$")
 
 
 def regression_test(error_class: str, message: str, traces_text: str, handler: Handler | None, conftest: str,

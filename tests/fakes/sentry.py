@@ -140,7 +140,7 @@ def api_event(event: dict[str, Any], issue_id: str) -> dict[str, Any]:
             "fingerprints": [group_key(event)], "groupingConfig": {"id": "newstyle:2023-01-11", "enhancements": ""},
             "release": {"version": release, "shortVersion": release[:12], "dateCreated": at, "dateReleased": None,
                         "data": {}, "ref": None, "url": None, "status": "open"} if release else None,
-            "userReport": None, "previousEventID": None, "nextEventID": None}
+            "userReport": None, "previousEventID": None, "nextEventID": None, "resolvedWith": [], "sdkUpdates": []}
 
 
 class FakeSentry:
@@ -221,7 +221,7 @@ class FakeSentry:
                   if "is:unresolved" not in query or self.issue_state.get(i, "unresolved") == "unresolved"]
         groups.sort(key=lambda g: (-len(g[1]), g[0]))  # sort=freq
         items = [self._issue(issue_id, events) for issue_id, events in groups]
-        return self._page(request, "issues", items, min(int(request.query.get("limit", ["100"])[-1]), 100))
+        return self._page(request, "issues", items, min(int(request.query.get("limit", ["100"])[-1]), self.page_size))
 
     def _issue(self, issue_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
         body = copy.deepcopy(CONTRACT["endpoints"]["issues"]["examples"]["ReturnAListOfIssuesForAnOrganization"][0])
@@ -251,7 +251,7 @@ class FakeSentry:
         items = [api_event(e, issue_id) if full else {k: v for k, v in api_event(e, issue_id).items()
                                                        if k in CONTRACT["endpoints"]["issue_events"]["schema"]["items"]["required"]}
                  for e in events]
-        return self._page(request, "issue_events", items, min(int(request.query.get("per_page", ["100"])[-1]), 100))
+        return self._page(request, "issue_events", items, min(int(request.query.get("per_page", ["100"])[-1]), self.page_size))
 
     def _page(self, request: Request, name: str, items: list[dict[str, Any]], size: int) -> Reply:
         """One page and Sentry's Link header: `<url>; rel="next"; results="true"; cursor="0:100:0"`."""
