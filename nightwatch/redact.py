@@ -726,13 +726,15 @@ def _xml_secret(m: re.Match[str]) -> str:
 
 
 def _flag_secret(m: re.Match[str]) -> str:
-    value = m.group("value").strip("\"'")
+    raw = m.group("value")
+    tail = raw[len(raw.rstrip(")]},;")):]  # the flag's command quoted in prose: "(... --password s3cr3t)"
+    value = raw[: len(raw) - len(tail)].strip("\"'")
     strength = key_strength(m.group("flag"))
     if strength not in ("strong", "medium") or (strength == "medium" and not _credential_like(value)):
         return m.group(0)
     if _keep_unquoted(value, m.group("flag"), False, "", 0):
         return m.group(0)
-    return f"{m.group('flag')} {REDACTED}"
+    return f"{m.group('flag')} {REDACTED}{tail}"
 
 
 # entropy --------------------------------------------------------------------------------------------

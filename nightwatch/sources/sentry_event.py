@@ -19,7 +19,7 @@ import json
 import math
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from nightwatch.models import ChainedException, StackFrame, TraceData
 from nightwatch.redact import REDACTED, clean, key_strength
@@ -274,17 +274,14 @@ def _tags(event: dict[str, Any]) -> dict[str, str]:
 
 
 def _query(value: Any) -> str:
-    """The query string, each secret-named parameter's value redacted (`token=[REDACTED]`)."""
-    pairs = value if isinstance(value, list) else None
+    """The query string, decoded, each secret-named parameter's value redacted (`token=[REDACTED]`)."""
     if isinstance(value, str):
-        return text(value, 500)
-    if pairs is None:
-        return text(value, 500) if isinstance(value, dict) else ""
-    shown = []
-    for pair in pairs[:50]:
-        if isinstance(pair, (list, tuple)) and len(pair) == 2:
-            name = str(pair[0])
-            shown.append(f"{name}={REDACTED if key_strength(name) else pair[1]}")
+        pairs: list[Any] = parse_qsl(value[:4_000], keep_blank_values=True)
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    else:
+        pairs = [p for p in value or [] if isinstance(p, (list, tuple)) and len(p) == 2] if isinstance(value, list) else []
+    shown = [f"{name}={REDACTED if key_strength(str(name)) else v}" for name, v in pairs[:50]]
     return text("&".join(shown), 500)
 
 
