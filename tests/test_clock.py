@@ -112,3 +112,26 @@ def test_the_product_reads_the_date_through_the_calendar_only() -> None:
             if lines := _real_clock_reads(path):
                 found[rel] = lines
     assert found == {}, "read the date through nightwatch.clock, or say in REAL_CLOCK_READERS whose clock this is"
+
+
+def test_a_month_closes_when_the_calendar_leaves_it_across_a_year_end(nightwatch_home: Path, calendar) -> None:
+    """A night whose window crosses midnight on New Year's Eve lands on the day it ends; `metrics compact` (as the
+    night's own close) compacts only months the calendar has left: December on the first of January, January on the
+    first of February, never the month it is in."""
+    from typer.testing import CliRunner
+
+    from knowledge_store.metrics import MetricsStore
+    from nightwatch.cli import app
+    from tests.test_metrics_layout import night
+
+    store = MetricsStore(nightwatch_home)
+    night(store, "night-12-31", date(2026, 12, 31))
+    night(store, "night-01-01", date(2027, 1, 1))  # the window 2026-12-31 06:00 to 2027-01-01 06:00
+    calendar("2027-01-01T06:30:00Z")
+    compacted = CliRunner().invoke(app, ["metrics", "compact"])
+    assert compacted.exit_code == 0, compacted.output
+    assert sorted({p.parent.name for p in store.files("model_calls") if p.name == "compacted.parquet"}) == ["month=2026-12"]
+    calendar("2027-02-01T00:00:01Z")
+    assert CliRunner().invoke(app, ["metrics", "compact"]).exit_code == 0
+    assert sorted({p.parent.name for p in store.files("model_calls") if p.name == "compacted.parquet"}) == \
+        ["month=2026-12", "month=2027-01"]
