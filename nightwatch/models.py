@@ -138,9 +138,9 @@ class ChainedException(Model):
     message: StorableText = ""
     handled: bool | None = None
     mechanism: StorableText = ""
-    relation: Literal["", "cause", "context"] = Field(default="", description="How the next exception of the chain "
-                                                      "follows this one: raised from it (cause) or while handling it "
-                                                      "(context).")
+    relation: Literal["", "cause", "context", "chained"] = Field(
+        default="", description="How the next exception of the chain follows this one: raised from it (cause), while "
+                                "handling it (context), or either (chained: the source did not say).")
 
 
 class TraceData(Model):

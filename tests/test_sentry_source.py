@@ -172,4 +172,4 @@ def test_a_message_event_has_no_class_and_a_chain_is_read_whole() -> None:
                 assert trace.stack_frames == [] and trace.exceptions == []
             elif len(chain) > 1:
                 assert [c.error_class.split(":")[-1] for c in trace.exceptions] == [c["type"] for c in chain]
-                assert "direct cause" in trace.stack_trace or "During handling" in trace.stack_trace
+                assert "direct cause" in trace.stack_trace or "During handling" in trace.stack_trace or "is chained to" in trace.stack_trace

@@ -169,11 +169,13 @@ def frames_of(exception: dict[str, Any]) -> list[StackFrame]:
 
 
 def _frame(frame: dict[str, Any]) -> StackFrame:
-    path = text(frame.get("abs_path") or frame.get("filename") or frame.get("module") or "<unknown>", 500)
+    filename = str(frame.get("filename") or "")
+    generated = filename.startswith("<")  # code a library compiled from a string: `<string>`, under the cwd's abs_path
+    path = text(filename if generated else frame.get("abs_path") or filename or frame.get("module") or "<unknown>", 500)
     line = frame.get("lineno")
     number = line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None
     # An SDK's in_app=False is believed; its True is checked, as old SDKs marked every frame, libraries included
-    in_app = frame.get("in_app") is not False and is_app_path(path)
+    in_app = frame.get("in_app") is not False and not generated and is_app_path(path)
     variables = frame.get("vars") if isinstance(frame.get("vars"), dict) else {}
     return StackFrame(file=path, line=number, method=text(frame.get("function"), 300), in_app=in_app,
                       module=text(frame.get("module"), 300), context=_context(frame, number),
@@ -198,7 +200,8 @@ def chain_of(exceptions: list[dict[str, Any]]) -> list[ChainedException]:
     for i, exc in enumerate(exceptions):
         following = exceptions[i + 1] if i + 1 < len(exceptions) else {}
         source = str((following.get("mechanism") or {}).get("source", "")) if isinstance(following.get("mechanism"), dict) else ""
-        relation = "cause" if source == "__cause__" else "context" if following else ""
+        # sentry-sdk 3.x says which (mechanism.source); 1.x and 2.x repeat the outer mechanism on every cause
+        relation = ("cause" if source == "__cause__" else "context" if source == "__context__" else "chained") if following else ""
         mechanism = exc.get("mechanism") if isinstance(exc.get("mechanism"), dict) else {}
         out.append(ChainedException(error_class=class_of(exc), message=text(exc.get("value")), handled=handled_of(exc),
                                     mechanism=text(mechanism.get("type"), 100), relation=relation))  # type: ignore[arg-type]
@@ -220,9 +223,13 @@ def traceback_text(exceptions: list[dict[str, Any]], chain: list[ChainedExceptio
         lines.append(f"{link.error_class}: {link.message}" if link.message else link.error_class)
         parts.append("\n".join(lines))
         if link.relation:
-            parts.append("The above exception was the direct cause of the following exception:" if link.relation == "cause"
-                         else "During handling of the above exception, another exception occurred:")
+            parts.append(_LINKS[link.relation])
     return "\n\n".join(parts)
+
+
+_LINKS = {"cause": "The above exception was the direct cause of the following exception:",
+          "context": "During handling of the above exception, another exception occurred:",
+          "chained": "The above exception is chained to the following exception (raised from it or while handling it):"}
 
 
 # -- one event's facts as occurrence attributes ------------------------------------------------------------------
