@@ -252,7 +252,8 @@ def _night_runner(pr_min_confidence: str):
 
     def run(case: EvalCase, repo: Path, home: Path) -> RunReport:
         overrides = {"home": str(home), "errors_file": str(case.export.resolve()), "code_path": str(repo),
-                     "pr_min_confidence": pr_min_confidence, "max_errors": 20, "max_issues": 5}
+                     "pr_min_confidence": pr_min_confidence, "max_errors": 20, "max_issues": 5,
+                     "source": "sentry" if case.monitor == "sentry" else "newrelic"}
         return run_night(since_hours=24.0, until=exported_at(case), overrides=overrides)
 
     return run

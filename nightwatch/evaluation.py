@@ -1,7 +1,9 @@
 """`nightwatch eval`: replay known production errors as nights and score what each night concluded.
 
 A case is a folder (see evals/README.md): the night's errors as a NerdGraph export, the answer key, and
-the repository files at the case's commit. Each case runs as its own night on its own checkout and home,
+the repository files at the case's commit. A folder that also holds the errors as the real sentry-sdk sent them
+(`sentry_events.json`) is a second case, its Sentry twin (`<case>.sentry`): the same night read from Sentry's events,
+scored by the same answer key. Each case runs as its own night on its own checkout and home,
 through the same flow a scheduled night runs, so what is scored is what users get: path mapping, noise
 rules, triage, the investigation, the fix gate. Scores are compared with a baseline; a check a case passed
 there and fails now is a regression (exit 1). Running the night is the caller's job (the CLI passes the flow):
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError
@@ -27,12 +29,15 @@ from pydantic import Field, ValidationError
 from nightwatch import safe_yaml
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fingerprint import normalise_transaction
-from nightwatch.models import ErrorAnalysisResult, FileChange, Model, RunReport, Window
+from nightwatch.models import ErrorAnalysisResult, ErrorGroup, FileChange, Model, RunReport, TraceData, Window
 from nightwatch.sources.export_file import ExportFileSource
+from nightwatch.sources.sentry_file import SentryEventsFileSource
 from nightwatch.trace_paths import PathMap, locate_frames, mapped_share
 from nightwatch.verify.commit_tests import FixCommit, HarnessSettings
 
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
+TWIN = ".sentry"  # a case's Sentry twin is named <case>.sentry
+SENTRY_EVENTS = "sentry_events.json"
 CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "suspect", "suspect_top3", "blamed", "blamed_top3",
           "evidence")
 
@@ -87,6 +92,7 @@ class EvalCase(Model):
     blamed_by: list[str] = Field(default_factory=list)  # every commit they came from, most lines first
     notes: str = ""
     folder: Path = Path(".")
+    monitor: Literal["newrelic", "sentry"] = "newrelic"  # which capture of the errors the night reads
 
     @property
     def blamed(self) -> list[str]:
@@ -95,7 +101,13 @@ class EvalCase(Model):
 
     @property
     def export(self) -> Path:
-        return self.folder / "export.json"
+        return self.folder / (SENTRY_EVENTS if self.monitor == "sentry" else "export.json")
+
+    def sentry_twin(self) -> "EvalCase | None":
+        """The same case read from the events the real sentry-sdk sent, where the folder has them."""
+        if self.monitor != "newrelic" or not (self.folder / SENTRY_EVENTS).is_file():
+            return None
+        return self.model_copy(update={"id": self.id + TWIN, "monitor": "sentry"})
 
     @property
     def origin_differs(self) -> bool:
@@ -137,12 +149,18 @@ def load_cases(root: Path, names: list[str] | None = None) -> list[EvalCase]:
     if not root.is_dir():
         raise EvalError(f"no eval cases folder at {root}")
     folders = sorted(p for p in root.iterdir() if (p / "expected.yml").is_file())
+    cases = [c for p in folders for c in _with_twin(load_case(p))]
     if names:
-        known = {p.name for p in folders}
+        known = {c.id for c in cases}
         if missing := [n for n in names if n not in known]:
             raise EvalError(f"no such case(s) in {root}: {', '.join(missing)}")
-        folders = [p for p in folders if p.name in names]
-    return [load_case(p) for p in folders]
+        cases = [c for c in cases if c.id in names]
+    return cases
+
+
+def _with_twin(case: EvalCase) -> list[EvalCase]:
+    twin = case.sentry_twin()
+    return [case, twin] if twin else [case]
 
 
 def load_case(folder: Path) -> EvalCase:
@@ -160,6 +178,8 @@ def load_case(folder: Path) -> EvalCase:
 
 
 def exported_at(case: EvalCase) -> datetime:
+    if case.monitor == "sentry":
+        return SentryEventsFileSource(case.export).exported_at
     data = json.loads(case.export.read_text(encoding="utf-8"))
     moment = datetime.fromisoformat(str(data["exported_at"]).replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
@@ -230,21 +250,49 @@ def _commit_tree(root: Path, case: EvalCase) -> None:
 
 def frame_mapping(case: EvalCase, repo: Path) -> tuple[int, int]:
     """(application frames found in the repository, application frames) of the case error's trace."""
-    source = ExportFileSource(case.export)
+    return mapped_share(case_error(case, repo)[1])
+
+
+def case_error(case: EvalCase, repo: Path) -> tuple[ErrorGroup, TraceData]:
+    """The case's error as its source reads it, with its trace's frames mapped to the checkout. New Relic's export
+    names it by class and transaction; a Sentry twin's events by the class alone (Sentry's issue carries no module)
+    and the line it was raised at, which must be the answer key's crash line, as on the New Relic capture."""
+    source: Any = SentryEventsFileSource(case.export) if case.monitor == "sentry" else ExportFileSource(case.export)
     moment = exported_at(case)
     window = Window(start=datetime(1970, 1, 1, tzinfo=timezone.utc), end=moment.replace(year=moment.year + 1))
-    error = next((e for e in source.fetch_errors(window).errors if _is(e.error_class, e.transaction, case.error)), None)
-    if error is None:
-        raise EvalError(f"{case.export}: no row for {case.error.error_class} in {case.error.transaction}")
-    return mapped_share(locate_frames(source.fetch_traces(error, window), PathMap.of_host(LocalRepoHost(repo))))
+    paths = PathMap.of_host(LocalRepoHost(repo))
+    for error in source.fetch_errors(window).errors:
+        if case.monitor == "newrelic" and _is(error.error_class, error.transaction, case.error):
+            return error, locate_frames(source.fetch_traces(error, window), paths)
+        if case.monitor == "sentry" and _bare(error.error_class) == _bare(case.error.error_class):
+            traces = locate_frames(source.fetch_traces(error, window), paths)
+            top = next((f for f in traces.stack_frames if f.in_app), None)
+            if top and (top.file, top.line) == (case.crash.file, case.crash.line):
+                return error, traces
+    where = "" if case.monitor == "newrelic" else f" raised at {case.crash.file}:{case.crash.line}"
+    raise EvalError(f"{case.export}: no error {case.error.error_class} in {case.error.transaction}{where}")
+
+
+def _bare(error_class: str) -> str:
+    """`builtins:KeyError`, `django.db.utils.OperationalError` and `KeyError` name one class: KeyError."""
+    return re.split(r"[:.]", error_class)[-1]
 
 
 def _is(error_class: str, transaction: str, expected: CaseError) -> bool:
     return error_class == expected.error_class and normalise_transaction(transaction) == normalise_transaction(expected.transaction)
 
 
-def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: float, repo: Path | None = None) -> CaseScore:
-    result = next((r for r in report.results if _is(r.error.error_class, r.error.transaction, case.error)), None)
+def _result_of(case: EvalCase, report: RunReport, fingerprint: str | None) -> ErrorAnalysisResult | None:
+    if fingerprint is not None:
+        return next((r for r in report.results if r.fingerprint == fingerprint), None)
+    return next((r for r in report.results if _is(r.error.error_class, r.error.transaction, case.error)), None)
+
+
+def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: float, repo: Path | None = None,
+          fingerprint: str | None = None) -> CaseScore:
+    """The night's verdict on the case's error: the one of `fingerprint` where given (a Sentry twin's), else the one
+    of the case's class and transaction."""
+    result = _result_of(case, report, fingerprint)
     out = CaseScore(case=case.id, route_expected=case.route, frames_mapped=mapped[0], frames_in_app=mapped[1],
                     keywords=len(case.root_cause_keywords), seconds=round(seconds, 1))
     out.checks["noise"] = _noise_dropped(case, report)
@@ -289,9 +337,9 @@ def _original_commit(repo: Path, sha: str) -> str:
     return proc.stdout.strip() or sha
 
 
-def evidence_recall(case: EvalCase, home: Path) -> bool | None:
+def evidence_recall(case: EvalCase, home: Path, fingerprint: str | None = None) -> bool | None:
     """Were the real fix's file and lines already in the night's first message (a preview that shows them)?"""
-    research = _research_of(case, home)
+    research = _research_of(case, home, fingerprint)
     if research is None or not case.source.repository:
         return None
     previews: dict[str, str] = research.get("file_previews", {})
@@ -301,11 +349,11 @@ def evidence_recall(case: EvalCase, home: Path) -> bool | None:
     return bool(shown & set(range(first, last + 1)))
 
 
-def _research_of(case: EvalCase, home: Path) -> dict[str, Any] | None:
+def _research_of(case: EvalCase, home: Path, fingerprint: str | None = None) -> dict[str, Any] | None:
     for stash in sorted(home.glob("runs/*/triage-inputs.json")):
         night = json.loads(stash.read_text(encoding="utf-8"))
         for error, research in zip(night.get("errors", []), night.get("research", [])):
-            if _is(error["error_class"], error["transaction"], case.error):
+            if error.get("fingerprint") == fingerprint if fingerprint else _is(error["error_class"], error["transaction"], case.error):
                 return research
     return None
 
@@ -359,7 +407,10 @@ def _touches_a_fix_span(case: EvalCase, change: FileChange, repo: Path | None) -
 def _noise_dropped(case: EvalCase, report: RunReport) -> bool | None:
     if not case.noise:
         return None
-    analysed = [r for r in report.results if any(_is(r.error.error_class, r.error.transaction, n) for n in case.noise)]
+    if case.monitor == "sentry":  # Sentry names a class alone, and a route where New Relic names a handler
+        analysed = [r for r in report.results if any(_bare(r.error.error_class) == _bare(n.error_class) for n in case.noise)]
+    else:
+        analysed = [r for r in report.results if any(_is(r.error.error_class, r.error.transaction, n) for n in case.noise)]
     return not analysed and report.errors_ignored >= len(case.noise)
 
 
@@ -389,8 +440,10 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
         return failed(case, f"the night crashed: {str(exc)[:300]}")
     seconds = time.monotonic() - started
     (home / "report.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")  # for a reader of the scores
-    out = score(case, report, frame_mapping(case, repo), seconds, repo)
-    out.checks["evidence"] = evidence_recall(case, home)
+    error, traces = case_error(case, repo)
+    fingerprint = error.fingerprint if case.monitor == "sentry" else None
+    out = score(case, report, mapped_share(traces), seconds, repo, fingerprint)
+    out.checks["evidence"] = evidence_recall(case, home, fingerprint)
     return out
 
 

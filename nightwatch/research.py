@@ -85,14 +85,25 @@ def _python_module_files(dotted: str) -> list[str]:
 _ROUTING_ERROR = re.compile(r"(?:^|[.:])(?:NoReverseMatch|Resolver404|BuildError|NoMatchFound)$")
 
 
-def routing_files(error_class: str, transaction: str) -> list[str]:
+def routing_files(error_class: str, transaction: str, traces: TraceData | None = None) -> list[str]:
     """The URL configuration beside a Python view whose error is a routing one: `shop.views:report` raising
-    NoReverseMatch -> shop/urls.py (the app's patterns) and urls.py files up the package."""
-    module = _python_view_module([p for p in transaction.split("/") if p])
+    NoReverseMatch -> shop/urls.py (the app's patterns) and urls.py files up the package. Where the transaction names a
+    route rather than the view (`/accounts/login/`, as Sentry's SDKs name it), the view is the outermost application
+    frame, the function the framework called."""
+    module = _python_view_module([p for p in transaction.split("/") if p]) or _outermost_module(traces)
     if not _ROUTING_ERROR.search(error_class) or not module:
         return []
     package = module.split(".")[:-1]
     return ["/".join([*package[:i], "urls.py"]) for i in range(len(package), -1, -1)]
+
+
+def _outermost_module(traces: TraceData | None) -> str:
+    """The dotted module of the outermost Python application frame: the one the source names, else its file's path."""
+    frames = [f for f in (traces.in_app_frames if traces else []) if f.file.endswith(".py")]
+    if not frames:
+        return ""
+    outer = frames[-1]
+    return outer.module or outer.file.removesuffix(".py").replace("/", ".")
 
 
 def files_from_traces(traces: TraceData, limit: int = 5) -> list[str]:
@@ -118,7 +129,7 @@ def research_error(
 ) -> ResearchContext:
     ctx = ResearchContext(fingerprint=error.fingerprint, prior_analyses=prior, deploys=deploys or [])
     candidates = files_from_traces(traces) + files_from_transaction(error.transaction) \
-        + routing_files(error.error_class, error.transaction)
+        + routing_files(error.error_class, error.transaction, traces)
     spent = 0
     for path in dict.fromkeys(candidates):
         digest = host.file_digest(path)

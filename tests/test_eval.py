@@ -19,6 +19,7 @@ import pytest
 from nightwatch.evaluation import (
     CaseScore,
     EvalCase,
+    case_error,
     exported_at,
     frame_mapping,
     load_cases,
@@ -35,8 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
 CASES = load_cases(EVALS)
 REAL = [c for c in CASES if not c.source.demo]
-# Cases captured under the real New Relic Python agent (error classes are `module:Name`)
-PYTHON = [c for c in REAL if ":" in c.error.error_class.replace("::", "")]
+# Cases captured under the real New Relic Python agent (error classes are `module:Name`), and their Sentry twins
+PYTHON = [c for c in REAL if ":" in c.error.error_class.replace("::", "") and c.monitor == "newrelic"]
+TWINS = [c for c in CASES if c.monitor == "sentry"]
 
 
 def test_there_are_demo_cases_and_at_least_six_from_a_real_application() -> None:
@@ -59,6 +61,20 @@ def test_every_python_web_error_has_the_status_the_agent_reported(case: EvalCase
     web = [e for e in errors if e.transaction.startswith("WebTransaction/")]
     assert web and all(e.http_status is not None and 100 <= e.http_status <= 599 for e in web)
     assert exported_at(case).minute == 0  # a night's window ends on a whole hour: the export was taken at one
+
+
+def test_the_python_cases_have_sentry_twins() -> None:
+    assert {t.id.removesuffix(".sentry") for t in TWINS} == {c.id for c in PYTHON}
+
+
+@pytest.mark.parametrize("case", TWINS, ids=[c.id for c in TWINS])
+def test_each_sentry_twin_raises_where_its_new_relic_capture_does_and_maps_every_frame(case: EvalCase, tmp_path: Path) -> None:
+    repo = prepare_repository(case, tmp_path / "repo")
+    error, traces = case_error(case, repo)  # found by its class and the answer key's crash line
+    assert not error.error_class.count(":") and error.issue_id  # as Sentry names it: the class alone, an issue of its own
+    mapped, in_app = frame_mapping(case, repo)
+    assert in_app and mapped == in_app
+    assert any(o.get("release") == case.source.commit for o in traces.transaction_errors)  # the deployed commit
 
 
 def test_the_demo_cases_match_the_demo_answer_key() -> None:
@@ -106,7 +122,8 @@ EVAL_GUARD_S = 2900
 
 def _eval(tmp_path: Path, template: Path, *args: str) -> subprocess.CompletedProcess[str]:
     seed_database(tmp_path / "eval" / "prefect", template)  # the eval keeps Prefect's state in its workdir
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_",
+                                                                     "SENTRY_"))}
     return run_process_group(
         [sys.executable, "-m", "nightwatch.cli", "eval", "--output", "json", "--workdir", str(tmp_path / "eval"),
          "--cases-dir", str(EVALS), *args],
@@ -147,6 +164,10 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path,
     assert 2 * sum(1 for s in differs if s["checks"]["origin"] and s["checks"]["line"]) >= len(differs)
     assert all(s["checks"]["pr"] is not False for s in out["cases"])  # no PR on the wrong file, none symptom-only
     assert summary([CaseScore(**s) for s in out["cases"]], CASES)["cases"] == len(CASES)
+    for twin in TWINS:  # read from Sentry's events, each case concludes what it concludes from New Relic's
+        alike = {k for k in scores[twin.id]["checks"]} - {"paths"}
+        assert {k: scores[twin.id]["checks"][k] for k in alike} == {k: scores[twin.id.removesuffix(".sentry")]["checks"].get(k)
+                                                                       for k in alike}, twin.id
 
 
 def test_one_night_at_a_time_scores_as_the_baseline_did(tmp_path: Path, prefect_db_template: Path) -> None:
