@@ -173,3 +173,35 @@ def test_a_message_event_has_no_class_and_a_chain_is_read_whole() -> None:
             elif len(chain) > 1:
                 assert [c.error_class.split(":")[-1] for c in trace.exceptions] == [c["type"] for c in chain]
                 assert "direct cause" in trace.stack_trace or "During handling" in trace.stack_trace or "is chained to" in trace.stack_trace
+
+
+def _cli(*args: str, env: dict[str, str]) -> tuple[int, str, str, float]:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "nightwatch.cli", *args], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=300)
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+
+
+@pytest.mark.slow  # starts the CLI
+def test_a_wrong_token_an_unknown_project_and_a_closed_port_exit_2_with_one_line(nightwatch_home: Path) -> None:
+    """`nightwatch run` checks the tracker before Prefect starts: exit 2, one line on stderr naming the problem, nothing
+    on stdout and nothing analysed. The CLI's start-up is most of the seconds (the hang guard is the timeout)."""
+    with FakeSentry(events_of("flask-sdk2")) as fake:
+        base = {"NIGHTWATCH_SOURCE": "sentry", "NIGHTWATCH_SENTRY_URL": fake.url, "NIGHTWATCH_SENTRY_ORG": ORG,
+                "NIGHTWATCH_SENTRY_PROJECT": PROJECT, "NIGHTWATCH_SENTRY_AUTH_TOKEN": "sntryu_wrong"}
+        code, out, err, seconds = _cli("run", env=base)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "refused the auth token (HTTP 401)" in err and "sntryu_wrong" not in err
+        code, _, err, _ = _cli("run", env={**base, "NIGHTWATCH_SENTRY_AUTH_TOKEN": FAKE_TOKEN, "NIGHTWATCH_SENTRY_PROJECT": "nope"})
+        assert code == 2 and "404" in err and len(err.strip().splitlines()) == 1
+        checked = _cli("check", env={**base, "NIGHTWATCH_SENTRY_AUTH_TOKEN": FAKE_TOKEN})
+        assert checked[0] == 0 and checked[1].splitlines()[0].split()[:2] == ["sentry", "live"], checked[1]
+        url = fake.url
+    code, _, err, seconds = _cli("run", env={**base, "NIGHTWATCH_SENTRY_URL": url})  # the port is closed now
+    assert code == 2 and "could not reach" in err and len(err.strip().splitlines()) == 1
+    assert not (nightwatch_home / "reports").exists()
