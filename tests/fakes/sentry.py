@@ -39,6 +39,7 @@ CONTRACT = json.loads((Path(__file__).resolve().parents[1] / "contracts" / "sent
 FAKE_TOKEN = "sntryu_fake0123456789abcdef0123456789abcdef0123456789abcdef01234567"
 ORG, PROJECT, PROJECT_ID = "acme", "bookshop", "4509"
 SENTRY_TAGS = ("level", "environment", "release", "server_name", "transaction")
+VALIDATORS = {name: Draft202012Validator(e["schema"]) for name, e in CONTRACT["endpoints"].items()}
 
 
 def _iso(at: datetime) -> str:
@@ -152,7 +153,9 @@ class FakeSentry:
         self.events = list(events)
         self.violations: list[str] = []
         self.issue_state: dict[str, str] = {}  # issue id -> status ("unresolved" unless a test says otherwise)
-        self._ids = {key: str(9000 + i) for i, key in enumerate(dict.fromkeys(group_key(e) for e in self.events))}
+        keys = [group_key(e) for e in self.events]
+        self._ids = {key: str(9000 + i) for i, key in enumerate(dict.fromkeys(keys))}
+        self._issue_of = [self._ids[k] for k in keys]  # each event's issue, in the order of `events`
         base = "/api/0/organizations/{org}"
         self.server.route("GET", "/api/0/projects/{org}/{project}/", self._project)
         self.server.route("GET", base + "/issues/", self._issues)
@@ -174,7 +177,7 @@ class FakeSentry:
 
     # answers ------------------------------------------------------------------------------------------------
     def _checked(self, name: str, body: Any, request: Request, headers: dict[str, str] | None = None) -> Reply:
-        errors = list(Draft202012Validator(CONTRACT["endpoints"][name]["schema"]).iter_errors(body))
+        errors = list(VALIDATORS[name].iter_errors(body))
         self.violations += [f"{request.path}: {'/'.join(map(str, e.path))}: {e.message[:200]}" for e in errors[:5]]
         return Reply(200, body, headers or {})
 
@@ -204,11 +207,13 @@ class FakeSentry:
         start, end = self._in_period(request)
         environment = request.query.get("environment", [None])[-1]
         groups: dict[str, list[dict[str, Any]]] = {}
-        for event in sorted(self.events, key=lambda e: -(moment(e) or datetime.min.replace(tzinfo=timezone.utc)).timestamp()):
+        newest_first = sorted(zip(self.events, self._issue_of),
+                              key=lambda pair: -(moment(pair[0]) or datetime.min.replace(tzinfo=timezone.utc)).timestamp())
+        for event, issue_id in newest_first:
             at = moment(event)
             if (start and at and at < start) or (end and at and at >= end) or (environment and event.get("environment") != environment):
                 continue
-            groups.setdefault(self._ids[group_key(event)], []).append(event)
+            groups.setdefault(issue_id, []).append(event)
         return groups
 
     def _issues(self, request: Request) -> Reply:
@@ -220,12 +225,14 @@ class FakeSentry:
         groups = [(i, evs) for i, evs in self._grouped(request).items()
                   if "is:unresolved" not in query or self.issue_state.get(i, "unresolved") == "unresolved"]
         groups.sort(key=lambda g: (-len(g[1]), g[0]))  # sort=freq
-        items = [self._issue(issue_id, events) for issue_id, events in groups]
-        return self._page(request, "issues", items, min(int(request.query.get("limit", ["100"])[-1]), self.page_size))
+        size = min(int(request.query.get("limit", ["100"])[-1]), self.page_size)
+        offset = self._offset(request)
+        items = [self._issue(issue_id, events) if offset <= i < offset + size else {} for i, (issue_id, events) in enumerate(groups)]
+        return self._page(request, "issues", items, size)
 
     def _issue(self, issue_id: str, events: list[dict[str, Any]]) -> dict[str, Any]:
         body = copy.deepcopy(CONTRACT["endpoints"]["issues"]["examples"]["ReturnAListOfIssuesForAnOrganization"][0])
-        every = [e for e in self.events if self._ids[group_key(e)] == issue_id]
+        every = [e for e, i in zip(self.events, self._issue_of) if i == issue_id]
         newest, times = events[0], sorted(t for t in map(moment, every) if t)
         metadata, chain = _metadata(newest), exceptions_of(newest)
         users = len({json.dumps(e.get("user"), sort_keys=True) for e in events if e.get("user")})
@@ -253,9 +260,13 @@ class FakeSentry:
                  for e in events]
         return self._page(request, "issue_events", items, min(int(request.query.get("per_page", ["100"])[-1]), self.page_size))
 
+    @staticmethod
+    def _offset(request: Request) -> int:
+        return int(request.query.get("cursor", ["0:0:0"])[-1].split(":")[1])
+
     def _page(self, request: Request, name: str, items: list[dict[str, Any]], size: int) -> Reply:
         """One page and Sentry's Link header: `<url>; rel="next"; results="true"; cursor="0:100:0"`."""
-        offset = int(request.query.get("cursor", ["0:0:0"])[-1].split(":")[1])
+        offset = self._offset(request)
         page, more = items[offset: offset + size], offset + size < len(items)
         query = {k: v[-1] for k, v in request.query.items() if k != "cursor"}
 
