@@ -7,7 +7,9 @@ so the live API, an export file and a test fake are interchangeable.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import json
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +24,18 @@ class SourceError(Exception):
     def __init__(self, message: str, kind: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def read_errors_file(path: Path) -> Any:
+    """The decoded JSON of an errors file; a missing, unreadable or malformed one is a SourceError naming the place."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SourceError(f"errors file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"errors file {path} cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"errors file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
 
 
 class ErrorBatch(BaseModel):

@@ -16,14 +16,13 @@ seen after it ends, is dropped, and the batch says how many were.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
-from nightwatch.sources.base import ErrorBatch, SourceError
+from nightwatch.sources.base import ErrorBatch, SourceError, read_errors_file
 from nightwatch.sources.parse import (
     ParsedErrors,
     collect_error_groups,
@@ -138,16 +137,7 @@ class ExportFileSource:
 
 
 def _load(path: Path) -> dict:
-    try:
-        export = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SourceError(f"errors file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"errors file {path} cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SourceError(
-            f"errors file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+    export = read_errors_file(path)
     _check_format(export, path)
     return export
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 
@@ -35,6 +36,19 @@ def retry_after(response: httpx.Response) -> float:
 
 def snippet(response: httpx.Response) -> str:
     return clean(response.text[:4_000], limit=300)[0]  # redacted before the cut
+
+
+def json_body(response: httpx.Response, service: str, what: str) -> Any:
+    """The decoded body of an answer under 400; a refusal or a body that is not JSON is a SourceError naming both."""
+    status = response.status_code
+    if status >= 400:
+        raise SourceError(f"{service} refused the {what} with HTTP {status}: {snippet(response)}")
+    try:
+        return response.json()
+    except ValueError:
+        kind = response.headers.get("content-type", "no content-type")
+        raise SourceError(f"{service} returned a malformed response for the {what}: the body is not JSON "
+                          f"(HTTP {status}, {kind}): {snippet(response)!r}") from None
 
 
 def send(http: httpx.Client, request: httpx.Request, service: str, what: str, max_retries: int, backoff_s: float,

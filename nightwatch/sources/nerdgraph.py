@@ -78,16 +78,7 @@ class NerdGraphClient:
                 f"(NRAK-...) with access to account {self.account_id} "
                 "in NEW_RELIC_API_KEY or NIGHTWATCH_NEWRELIC_API_KEY", "rejected"
             )
-        if status >= 400:
-            raise SourceError(f"NerdGraph refused the {what} with HTTP {status}: {http_retry.snippet(response)}")
-        try:
-            return response.json()
-        except ValueError:
-            kind = response.headers.get("content-type", "no content-type")
-            raise SourceError(
-                f"NerdGraph returned a malformed response for the {what}: the body is not JSON "
-                f"(HTTP {status}, {kind}): {http_retry.snippet(response)!r}"
-            ) from None
+        return http_retry.json_body(response, "NerdGraph", what)
 
 
 class NerdGraphSource:

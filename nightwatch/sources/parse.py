@@ -117,7 +117,8 @@ def _count(value: Any) -> int:
     return int(number)
 
 
-def _status(value: Any) -> int | None:
+def status_code(value: Any) -> int | None:
+    """An HTTP status (100-599) from a number or its text; None for anything else."""
     try:
         status = int(float(value))
     except (TypeError, ValueError, OverflowError):
@@ -178,7 +179,7 @@ def _group_from_row(row: Any, app_name: str) -> tuple[ErrorGroup, tuple[str, str
         first_seen=parse_timestamp(row.get("first_seen")),
         last_seen=parse_timestamp(row.get("last_seen")),
         app_name=app_name,
-        http_status=next((s for s in map(_status, map(row.get, STATUS_ALIASES)) if s is not None), None),
+        http_status=next((s for s in map(status_code, map(row.get, STATUS_ALIASES)) if s is not None), None),
     )
     return group, (raw_class, raw_tx)
 

@@ -92,14 +92,7 @@ class TrackerAPI:
             raise SourceError(f"{self.service} answered 404 for the {what} ({response.request.url.copy_with(query=None)}): "
                               "check the organization and project (NIGHTWATCH_SENTRY_ORG, NIGHTWATCH_SENTRY_PROJECT) and "
                               "NIGHTWATCH_SENTRY_URL", "not_found")
-        if status >= 400:
-            raise SourceError(f"{self.service} refused the {what} with HTTP {status}: {http_retry.snippet(response)}")
-        try:
-            return response.json()
-        except ValueError:
-            kind = response.headers.get("content-type", "no content-type")
-            raise SourceError(f"{self.service} returned a malformed response for the {what}: the body is not JSON "
-                              f"(HTTP {status}, {kind}): {http_retry.snippet(response)!r}") from None
+        return http_retry.json_body(response, self.service, what)
 
 
 def _next_page(response: httpx.Response, body: Any) -> str | None:

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from nightwatch.models import ChainedException, StackFrame, TraceData
 from nightwatch.redact import REDACTED, clean, key_strength
-from nightwatch.sources.parse import MAX_FRAMES, is_app_path, parse_timestamp, stack_text
+from nightwatch.sources.parse import MAX_FRAMES, is_app_path, parse_timestamp, stack_text, status_code
 
 MAX_EXCEPTIONS = 10  # of a chain; Python's own limit on a printed chain is far higher, a real one rarely passes 3
 MAX_VARIABLES = 40  # per frame
@@ -120,14 +120,6 @@ def _flag(value: Any) -> bool | None:
     if isinstance(value, str) and value.lower() in ("yes", "no", "true", "false"):
         return value.lower() in ("yes", "true")
     return None
-
-
-def _status(value: Any) -> int | None:
-    try:
-        status = int(float(value))
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return status if 100 <= status <= 599 else None
 
 
 def moment(event: dict[str, Any]) -> datetime | None:
@@ -253,7 +245,7 @@ def attributes(event: dict[str, Any]) -> dict[str, Any]:
         "request.method": text(request.get("method"), 20),
         "request.uri": text(urlsplit(str(request.get("url") or "")).path, 500) if request.get("url") else "",
         "request.query": _query(request.get("query_string")),
-        "http.statusCode": _status(response.get("status_code")) or _status(tags.get("http.status_code")),
+        "http.statusCode": status_code(response.get("status_code")) or status_code(tags.get("http.status_code")),
         "host": text(event.get("server_name") or tags.get("server_name"), 200),
         "release": text(event.get("release") or tags.get("release"), 200),
         "environment": text(event.get("environment") or tags.get("environment"), 100),

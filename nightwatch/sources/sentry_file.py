@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
-from nightwatch.sources.base import ErrorBatch, SourceError
+from nightwatch.sources.base import ErrorBatch, SourceError, read_errors_file
 from nightwatch.sources.sentry_event import exceptions_of, handled_of, message_of, moment, text, trace_of
 
 EVENTS_FORMAT = "nightwatch.sentry-sdk-events/1"
@@ -102,14 +102,7 @@ class SentryEventsFileSource:
 
 
 def _load(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SourceError(f"errors file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"errors file {path} cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SourceError(f"errors file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    document = read_errors_file(path)
     if not isinstance(document, dict) or document.get("format") != EVENTS_FORMAT:
         found = document.get("format") if isinstance(document, dict) else type(document).__name__
         raise SourceError(f"errors file {path} is not a file of Sentry events: format {found!r} (expected {EVENTS_FORMAT!r})")
