@@ -79,12 +79,50 @@ def drive_django(work: Path) -> None:
     locker.rollback()
 
 
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released): a connection to it is refused."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+EMPTY_FEED = b'<?xml version="1.0"?><rss version="2.0"><channel><title>Friends</title></channel></rss>'
+
+
 def drive_flask(work: Path) -> None:
+    """The blog's crashes, then its two outside calls that fail without crashing: the newsletter's SMTP relay is down
+    (a refused connection; the blog logs a warning with the exception and answers 202) and a feed on its blogroll,
+    served here, has no entries (the blog logs an error message, no exception, and answers 200)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Feed(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/rss+xml")
+            self.send_header("Content-Length", str(len(EMPTY_FEED)))
+            self.end_headers()
+            self.wfile.write(EMPTY_FEED)
+
+        def log_message(self, format: str, *args) -> None:  # the driver's stdout is the request log
+            pass
+
+    feeds = ThreadingHTTPServer(("127.0.0.1", 0), Feed)
+    threading.Thread(target=feeds.serve_forever, daemon=True).start()
+    os.environ["BLOG_SMTP_PORT"] = str(closed_port())
+    os.environ["BLOG_FEEDS"] = f"http://127.0.0.1:{feeds.server_port}/feed.xml"
     sys.path.insert(0, str(work / "flask_blog"))
     from blog import app
 
-    for path in ["/posts/1/reading-time?wpm=0", "/posts/1/reading-time", "/archive?since=last-week"]:
-        print(path, wsgi_call(app, "GET", path, "blog.example.com"))
+    try:
+        for path in ["/posts/1/reading-time?wpm=0", "/posts/1/reading-time", "/archive?since=last-week"]:
+            print(path, wsgi_call(app, "GET", path, "blog.example.com"))
+        for path in ["/newsletter/send", "/blogroll/refresh"]:
+            print("POST", path, wsgi_call(app, "POST", path, "blog.example.com"))
+    finally:
+        feeds.shutdown()
 
 
 async def asgi_call(app, method: str, path: str, disconnect: bool = False, body: bytes | None = None) -> str:

@@ -43,11 +43,14 @@ FRAMEWORKS = ("celery", "django", "fastapi", "flask", "gunicorn")
 # (fixture, framework, sentry-sdk version, init options beyond the common ones): every framework under 2.x and 3.x
 # with the SDK's defaults (the gunicorn one is the Flask blog's export aborted by gunicorn's worker timeout); Django
 # under 2.x with send_default_pii (teams set it: cookies, user, unfiltered headers), and under two 1.x, still in
-# production in many places
+# production in many places; Flask under 2.x with the logging integration's event_level lowered to WARNING (what a
+# team sets to get its logged warnings into Sentry: by default a warning is only a breadcrumb), which the driver
+# reads as LoggingIntegration(event_level=logging.WARNING)
 CAPTURES = [*((f"{fw}-timeout-sdk{sdk[0]}" if fw == "gunicorn" else f"{fw}-sdk{sdk[0]}", fw, sdk, {})
               for sdk in (SDK2, SDK3) for fw in FRAMEWORKS),
             ("django-sdk2-pii", "django", SDK2, {"send_default_pii": True}), ("django-sdk1", "django", SDK1, {}),
-            ("flask-sdk1-15", "flask", SDK1_OLD, {})]
+            ("flask-sdk1-15", "flask", SDK1_OLD, {}),
+            ("flask-sdk2-logging", "flask", SDK2, {"integrations": {"logging": {"event_level": "WARNING"}}})]
 DEMO_OUT = DEMO / "sentry_events.json"
 FORMAT = "nightwatch.sentry-sdk-events/1"
 

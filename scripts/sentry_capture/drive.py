@@ -16,6 +16,7 @@ HTTP transport would have posted, one JSON line per event to CAPTURE_SENTRY_EVEN
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -49,10 +50,25 @@ class CapturingTransport(Transport):
         keep(json_dumps(event))
 
 
+def integration(name: str, settings: dict):
+    """An integration as CAPTURE_SENTRY_OPTIONS names it, JSON having no classes: `"logging": {"event_level":
+    "WARNING"}` is `LoggingIntegration(event_level=logging.WARNING)`."""
+    if name == "logging":
+        from sentry_sdk.integrations.logging import LoggingIntegration
+
+        return LoggingIntegration(**{k: getattr(logging, v) if k.endswith("level") and isinstance(v, str) else v
+                                     for k, v in settings.items()})
+    raise SystemExit(f"sentry_drive: no integration {name!r}")
+
+
 def start_sdk() -> None:
     """`sentry_sdk.init` with the options the capture script chose (CAPTURE_SENTRY_OPTIONS) and the capturing
-    transport."""
-    sentry_sdk.init(transport=CapturingTransport, **json.loads(os.environ[OPTIONS]))
+    transport; `integrations`, if given, is a mapping of integration name to its settings (`integration`), which
+    the SDK adds to its default integrations as a team's own list would."""
+    options = json.loads(os.environ[OPTIONS])
+    if "integrations" in options:
+        options["integrations"] = [integration(name, settings) for name, settings in options["integrations"].items()]
+    sentry_sdk.init(transport=CapturingTransport, **options)
 
 
 GUNICORN_CONF = """# What a deployment's gunicorn.conf.py does so that each worker reports its errors to Sentry
