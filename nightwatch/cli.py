@@ -226,13 +226,22 @@ def _eval_services_offline(settings: Settings) -> None:
 def check(
     output: Output = typer.Option(Output.text, help="text or json"),
     offline: bool = typer.Option(False, "--offline", help="Skip the calls that verify credentials against live APIs."),
+    test_env: bool = typer.Option(False, "--test-env", help="Make (or reuse) the application's test environment, even "
+                                  "where its set-up failed before, and run one of its tests in the sandbox."),
 ) -> None:
     """Each source (live, offline default, or misconfigured, and why), then what can be verified cheaply:
     the Anthropic key and models, the agent, the ignore file, writable folders. Exit 2 on any problem."""
-    from nightwatch.preflight import problems, run_checks
+    from nightwatch.preflight import problems, run_checks, test_environment_check
     from nightwatch.runtime import source_statuses
 
     settings = _settings()
+    if test_env:
+        lines, code = test_environment_check(settings)
+        for line in lines:
+            typer.echo(line)
+        if code == 2:  # why, in one line: the set-up's failure and what to install
+            typer.echo(f"nightwatch: test environment: {lines[0]}", err=True)
+        raise typer.Exit(code)
     statuses = source_statuses(settings)
     checks = run_checks(settings, statuses, probe_api=not offline)
     if output is Output.json:

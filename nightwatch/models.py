@@ -370,6 +370,9 @@ class VerificationRun(Model):
     output: str = ""  # capped and redacted in the sandbox
 
 
+SETUP_LABEL = "test environment set-up"  # the VerificationRun that says why the tests could not run
+
+
 class Verification(Model):
     """Whether the proposed fix was shown to work: its regression test failed as production did and passed with the
     fix, and the existing tests of the touched modules did not start failing."""

@@ -101,6 +101,13 @@ def _ignore_file(settings: Settings) -> Check:
 def _tests(settings: Settings) -> Check:
     """How fixes are verified: the test command (configured or detected), the environment, the sandbox; a warning
     (not an error) when they cannot be, since the night goes on and says so."""
+    verifier = verifier_for(settings)
+    return Check("verified fixes", verifier.unavailable is None, verifier.describe(), fatal=False)
+
+
+def verifier_for(settings: Settings) -> Any:
+    """The verifier a night would use, without the night: the checkout NIGHTWATCH_CODE_PATH names, else the demo
+    application's files."""
     from types import SimpleNamespace
 
     from nightwatch.runtime import build_verifier
@@ -109,8 +116,29 @@ def _tests(settings: Settings) -> Check:
     demo = (DEMO_DIRS[settings.demo] / "app").resolve() if not settings.code_path and not settings.github_repo else None
     files = frozenset(str(p.relative_to(demo)) for p in demo.rglob("*") if p.is_file()) if demo else frozenset()
     host = SimpleNamespace(root=demo, tracked_files=lambda: files)
-    verifier = build_verifier(settings, host)
-    return Check("verified fixes", verifier.unavailable is None, verifier.describe(), fatal=False)
+    return build_verifier(settings, host)
+
+
+def test_environment_check(settings: Settings) -> tuple[list[str], int]:
+    """`nightwatch check --test-env`: make (or reuse) the test environment, even where its set-up failed before, and
+    run one existing test of the application in the sandbox. Lines to print, and the exit code: 0 the test passed,
+    1 it ran and did not pass, 2 nothing could run (and why)."""
+    verifier = verifier_for(settings)
+    if verifier.unavailable:
+        return [f"not run: {verifier.unavailable}"], 2
+    env = verifier.environment(retry=True)
+    lines = [f"environment: {env.detail}"]
+    if not env.ready:
+        lines += [f"  | {line}" for line in env.output.splitlines()]
+        return lines + ([f"the set-up's whole output: {env.log}"] if env.log else []), 2
+    test = verifier.an_existing_test()
+    if test is None:
+        return lines + ["no existing test file to run (tests/, test_*.py, *_test.py, spec/)"], 2
+    run = verifier.run_existing(test)
+    lines += [f"$ {run.command}", f"{run.outcome} in {run.seconds:g} s"]
+    if run.outcome != "passed":
+        lines += [f"  | {line}" for line in run.output.splitlines()[-15:]]
+    return lines, 0 if run.outcome == "passed" else 1
 
 
 def newrelic_checks(settings: Settings) -> list[Check]:

@@ -11,7 +11,7 @@ import posixpath
 import re
 
 from nightwatch.fix import FixRejected, ValidatedFix, checked_path
-from nightwatch.models import ErrorAnalysisResult, FileChange, FixGate, SuspectCommit
+from nightwatch.models import SETUP_LABEL, ErrorAnalysisResult, FileChange, FixGate, SuspectCommit
 from nightwatch.redact import clean, redact_diff
 from nightwatch.render.neutral import no_links, no_mentions, no_references, outside_code, visible
 from nightwatch.verify.reproduce import without_library_frames
@@ -191,6 +191,9 @@ def _verification_section(result: ErrorAnalysisResult, reproduction: bool = True
     if v.runs:
         lines.append("\n".join(f"- {prose(r.label, 200)}: {code(r.command)}: **{prose(r.outcome, 200)}** ({r.seconds:g} s)"
                                for r in v.runs))
+    setup = next((r for r in v.runs if r.label == SETUP_LABEL and r.output), None)
+    if setup is not None:
+        lines.append("Why the test environment could not be made (the set-up's last lines):\n\n" + fenced(safe(setup.output, 6_000)))
     failing = next((r for r in v.runs if r.outcome.startswith("failed")), None)
     if reproduction and failing is not None and failing.output:
         tail = without_library_frames(failing.output)[-3_000:]

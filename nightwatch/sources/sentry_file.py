@@ -31,7 +31,7 @@ def group_key(event: dict[str, Any]) -> str:
         error = chain[-1]
         frames = (error.get("stacktrace") or {}).get("frames") or [] if isinstance(error.get("stacktrace"), dict) else []
         path = [(f.get("module") or f.get("filename"), f.get("function")) for f in frames
-                if isinstance(f, dict) and f.get("in_app") is not False]
+                if isinstance(f, dict) and f.get("in_app") is True]
         basis: Any = ["exception", error.get("type"), error.get("module"), path]
     else:
         entry = event.get("logentry") if isinstance(event.get("logentry"), dict) else {}

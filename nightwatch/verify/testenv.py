@@ -3,7 +3,10 @@
 NIGHTWATCH_TEST_SETUP (for example `uv sync --frozen` or `pip install -r requirements.txt`) runs once in the
 sandbox, with the network but none of NightWatch's variables, into a virtual environment under
 `$NIGHTWATCH_HOME/test-envs/<key>`: the key is the set-up command, the interpreter and the content of the lock and
-requirement files, so the environment is made again only when one of them changes and later nights reuse it.
+requirement files, so the environment is made again only when one of them changes and later nights reuse it. A set-up
+that fails says why (its last lines and the Debian package a missing build tool comes from: setup_failure.py), keeps
+its whole output in `test-envs/<key>/setup.log`, and is not tried again for the same key until the set-up command or
+a lock file changes, or `nightwatch check --test-env` asks for it.
 NIGHTWATCH_TEST_ENV names an environment made elsewhere (a CI image's virtualenv) instead.
 NIGHTWATCH_TEST_COMMAND is detected where unset: pytest where the project configures it, `manage.py test` for
 Django, else unittest; `bundle exec rspec` or `bin/rails test` for Ruby where a Ruby toolchain is installed.
@@ -25,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from nightwatch import clock
+from nightwatch.redact import clean
 from nightwatch.verify import sandbox
+from nightwatch.verify.setup_failure import explain
 from nightwatch.verify.tree import disposable_tree, open_up
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock", "Pipfile", "pyproject.toml", "setup.cfg", "setup.py",
@@ -77,7 +82,8 @@ class TestEnvironment:
     variables: dict[str, str] = field(default_factory=dict)
     setup_seconds: float = 0.0
     reused: bool = False
-    output: str = ""
+    output: str = ""  # a failed set-up's last lines (redacted), or a made one's output
+    log: Path | None = None  # a failed set-up's whole output
 
 
 def test_command(root: Path, configured: str | None = None) -> TestCommand | None:
@@ -139,8 +145,9 @@ def existing_environment(path: Path, home: Path) -> TestEnvironment:
 
 
 def prepare_environment(root: Path, files: list[str], home: Path, setup: str | None, python: str | None = None,
-                        limits: sandbox.Limits = SETUP_LIMITS, secrets: list[str] = ()) -> TestEnvironment:  # type: ignore[assignment]
-    """The environment for the tree at `root` (its tracked `files`), made with `setup` in the sandbox or reused."""
+                        limits: sandbox.Limits = SETUP_LIMITS, secrets: list[str] = (), retry: bool = False) -> TestEnvironment:  # type: ignore[assignment]
+    """The environment for the tree at `root` (its tracked `files`), made with `setup` in the sandbox or reused; a set-up
+    that failed for these files is not run again (its failure is answered) unless `retry`."""
     if not setup:
         return TestEnvironment(False, "no NIGHTWATCH_TEST_SETUP and no lock or requirements file to make one from")
     python = python or _base_python()
@@ -150,22 +157,53 @@ def prepare_environment(root: Path, files: list[str], home: Path, setup: str | N
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two investigations of one night make it once
         started = time.monotonic()
-        venv, marker = folder / "venv", folder / "ready.json"
+        venv, marker, failed_marker = folder / "venv", folder / "ready.json", folder / FAILED
+        if failed_marker.is_file() and not retry:
+            return _failed_before(folder, setup)
         if marker.is_file() and (venv / "bin" / "python").exists():
             made = json.loads(marker.read_text())
             return TestEnvironment(True, f"reused test environment {key} (made {made.get('made_at', '?')} by `{setup}`)",
                                    mounts=[venv, *_interpreter_of(venv, home)], variables=_venv_variables(venv),
                                    setup_seconds=round(time.monotonic() - started, 3), reused=True)
+        failed_marker.unlink(missing_ok=True)
         failed = _make(root, files, setup, python, venv, home, limits, secrets)
         seconds = round(time.monotonic() - started, 1)
         if isinstance(failed, TestEnvironment):
             failed.setup_seconds = seconds
-            return failed
+            return _record_failure(folder, failed)
         marker.write_text(json.dumps({"key": key, "setup": setup, "python": python, "seconds": seconds,
                                       "made_at": clock.now().isoformat(timespec="seconds")}))
         return TestEnvironment(True, f"made test environment {key} with `{setup}` in {seconds:g} s",
                                mounts=[venv, *_interpreter_of(venv, home)], variables=_venv_variables(venv),
                                setup_seconds=seconds, output=failed)
+
+
+FAILED = "failed.json"
+SETUP_LOG = "setup.log"
+
+
+def _record_failure(folder: Path, failed: TestEnvironment) -> TestEnvironment:
+    """A failed set-up, said as a team can act on it, its whole output in setup.log, remembered for the key."""
+    why = explain(failed.output)
+    log = folder / SETUP_LOG
+    log.write_text(clean(failed.output, limit=2_000_000)[0], encoding="utf-8")
+    failed.detail = f"{failed.detail}: {why.hint}" if why.hint else failed.detail
+    failed.output, failed.log = "\n".join(why.lines), log
+    (folder / FAILED).write_text(json.dumps({"detail": failed.detail, "lines": why.lines,
+                                             "at": clock.now().isoformat(timespec="seconds")}), encoding="utf-8")
+    return failed
+
+
+def _failed_before(folder: Path, setup: str) -> TestEnvironment:
+    """The failure recorded for these files and this set-up: not run again until one of them changes."""
+    try:
+        record = json.loads((folder / FAILED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    detail = record.get("detail") or f"`{setup}` failed"
+    return TestEnvironment(False, f"{detail} (on {record.get('at', 'an earlier night')}; not tried again until the set-up "
+                                  f"command or a lock file changes, or `nightwatch check --test-env`)",
+                           output="\n".join(record.get("lines") or []), log=folder / SETUP_LOG)
 
 
 def _make(root: Path, files: list[str], setup: str, python: str, venv: Path, home: Path, limits: sandbox.Limits,

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from nightwatch.fix import FixRejected, checked_path
-from nightwatch.models import Analysis, FileChange, RegressionTest, Verification, VerificationRun
+from nightwatch.models import SETUP_LABEL, Analysis, FileChange, RegressionTest, Verification, VerificationRun
 from nightwatch.redact import fence
 from nightwatch.verify import sandbox
 from nightwatch.verify.reproduce import CrashSite, reproduces, without_library_frames
@@ -95,16 +95,17 @@ class Verifier:
                     else "") + " or NIGHTWATCH_TEST_ENV")
         return None
 
-    def environment(self) -> TestEnvironment:
+    def environment(self, retry: bool = False) -> TestEnvironment:
+        """The test environment, made once a night (`retry`: make it even where this set-up failed before)."""
         with self._lock:
-            if self._env is None:
+            if self._env is None or (retry and not self._env.ready):
                 if self.env_path is not None:
                     self._env = existing_environment(self.env_path, self.home)
                 elif self.command is not None and self.command.ruby:
                     self._env = ruby_environment()
                 else:
                     self._env = prepare_environment(self.root, self.files, self.home, self.setup,  # type: ignore[arg-type]
-                                                    secrets=self.secrets)
+                                                    secrets=self.secrets, retry=retry)
             return self._env
 
     def describe(self) -> str:
@@ -128,6 +129,15 @@ class Verifier:
         ok, why = reproduces(run.output, crash)
         return run, ("reproduces the production error: " if ok else "does not reproduce the production error: ") + why
 
+    def an_existing_test(self) -> str | None:
+        """One test file of the application's own suite (the first, by path; never a conftest)."""
+        return next((f for f in sorted(self.files) if is_test_path(f) and not f.endswith("conftest.py")
+                     and f.endswith((".py", "_spec.rb", "_test.rb"))), None)
+
+    def run_existing(self, test: str) -> VerificationRun:
+        """An existing test file of the application, run in the sandbox as a fix's tests are."""
+        return self._run("an existing test", None, {}, [test])
+
     def verify(self, analysis: Analysis, crash: CrashSite) -> Verification:
         """Steps 1 and 2 above for the analysis's regression test and fix."""
         test = analysis.regression_test
@@ -136,8 +146,11 @@ class Verifier:
             return Verification(status="not run", reason=reason or "the analysis has no regression test",
                                 test_path=test.path if test else "")
         base = Verification(status="not run", test_path=test.path, test=test.test or test.path)
-        if not self.environment().ready:
-            return base.model_copy(update={"reason": f"no test environment: {self.environment().detail}"})
+        env = self.environment()
+        if not env.ready:
+            setup = VerificationRun(label=SETUP_LABEL, command=self.setup or "", outcome=f"not run: {env.detail}",
+                                    seconds=env.setup_seconds, output=env.output)
+            return base.model_copy(update={"reason": f"no test environment: {env.detail}", "runs": [setup] if env.output else []})
         try:
             fix = fix_overlay(analysis.file_changes, self.root) if analysis.file_changes else {}  # type: ignore[arg-type]
         except (ValueError, OSError, FixRejected) as exc:  # checked_path turns a host's refusal into FixRejected
@@ -190,8 +203,8 @@ class Verifier:
         argv = command.for_tests(targets) if command.kind != "pytest" else [*command.for_tests(targets), "-rfE"]
         overlay = {**fix, **({test.path: test.content} if test else {})}
         env = self.environment()
-        if not env.ready:
-            return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {env.detail}")
+        if not env.ready:  # its output is why: the set-up's failing lines
+            return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {env.detail}", output=env.output)
         try:
             with disposable_tree(self.root, self.files, overlay, parent=self._scratch()) as tree:  # type: ignore[arg-type]
                 run = sandbox.run(argv, tree, mounts=env.mounts, env=env.variables, limits=self.limits,
