@@ -4,13 +4,14 @@ PYTHON ?= python3
 UV_VERSION := 0.13.8
 VENV := .venv
 UV := .tools/uv/bin/uv
+BUGSINK := .tools/bugsink
 export NIGHTWATCH_HOME ?= $(CURDIR)/.nightwatch
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 UI_PORT ?= 4200
 
-.PHONY: setup run test test-fast test-calendar ui deploy screenshots benchmark lint clean
+.PHONY: setup bugsink run test test-fast test-calendar ui deploy screenshots benchmark lint clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -24,10 +25,26 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock Makefile
 
 setup: $(VENV)/.synced ## create the locked environment
 
+# A real Bugsink for the tests that send it the Python demo's errors through the real sentry-sdk
+# (tests/test_bugsink_night.py): its own environment, from a hashed lock (tests/bugsink/requirements.txt, made by
+# `uv pip compile --universal --python-version 3.11 --generate-hashes tests/bugsink/requirements.in`), and its two
+# databases migrated once into template/, which each test session's server starts from a copy of (migrating them
+# took 6.7 s on two busy cores, about 12 s on one loaded core; copying them, nothing to speak of).
+$(BUGSINK)/.installed: $(UV) tests/bugsink/requirements.txt Makefile
+	test -x $(BUGSINK)/bin/python || $(UV) venv --quiet --python $(PYTHON) $(BUGSINK)
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(BUGSINK)/bin/python tests/bugsink/requirements.txt
+	rm -rf $(BUGSINK)/template && mkdir $(BUGSINK)/template
+	cd $(BUGSINK)/template && ../bin/bugsink-create-conf --template=local --output-file=bugsink_conf.py >/dev/null && \
+	  for db in default snappea; do env -u DATABASE_PATH -u SNAPPEA_DATABASE_PATH DJANGO_SETTINGS_MODULE=bugsink_conf \
+	    ../bin/bugsink-manage migrate --database=$$db -v0 || exit 1; done
+	@touch $@
+
+bugsink: $(BUGSINK)/.installed ## install the Bugsink the tests start (.tools/bugsink)
+
 run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services; DEMO=python for the Python demo, SOURCE=sentry for its errors as Sentry has them
 	$(if $(DEMO),NIGHTWATCH_DEMO=$(DEMO) )$(if $(SOURCE),NIGHTWATCH_SOURCE=$(SOURCE) )$(VENV)/bin/nightwatch run $(ARGS)
 
-test: setup ## run the test suite
+test: setup bugsink ## run the test suite
 	bash scripts/run-tests.sh
 
 test-fast: setup ## the tests that start no flow and no process (under a minute), while working on the core
@@ -36,7 +53,7 @@ test-fast: setup ## the tests that start no flow and no process (under a minute)
 # The suite as if the calendar had moved on past the dates tests name (a month, a year): a test that passes only in
 # the week it was written fails here. NIGHTWATCH_TEST_NOW sets NightWatch's clock for every test that names no date.
 CALENDAR_DATES ?= 2027-01-15T12:00:00Z 2027-12-07T12:00:00Z
-test-calendar: setup ## the suite as if today were each of CALENDAR_DATES (no test may hang on the real calendar)
+test-calendar: setup bugsink ## the suite as if today were each of CALENDAR_DATES (no test may hang on the real calendar)
 	@for at in $(CALENDAR_DATES); do echo "== the suite as if at $$at"; NIGHTWATCH_TEST_NOW=$$at bash scripts/run-tests.sh $(ARGS) || exit 1; done
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
