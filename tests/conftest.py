@@ -16,6 +16,8 @@ import pytest
 
 from nightwatch import clock
 
+pytest_plugins = ("tests.bugsink_server",)  # the `bugsink_server` fixture: a real Bugsink, one per session
+
 # pytest keeps each test module with its asserts rewritten in tests/__pycache__, unless bytecode may not be written
 # (PYTHONDONTWRITEBYTECODE, set in many CI images): then each of the five workers rewrote all of them on every run,
 # about 3.6 s of CPU each. This process writes them; the processes tests start still inherit the variable.
