@@ -13,9 +13,9 @@ its own that is stopped and reaped when the session ends.
 One server per test session, per xdist worker that asks for it: the Bugsink tests live in one module, so `--dist
 loadfile` runs them on one worker.
 
-Measured on two cores busy with other work: provisioning 1.3 s (6.7 s more when it migrated the databases itself),
-the server answering 0.7-1.0 s after it starts; on one core shared with a busy loop (`taskset -c 0`) while the
-machine ran other work, up to 6.5 s and 2.6 s.
+Measured on two cores: provisioning 1.3 s (6.7 s more when it migrated the databases itself), the server answering
+0.7-1.0 s after it starts; with the machine's load at 10, or on one core shared with a busy loop (`taskset -c 0`), up
+to 7.4 s and 2.6 s.
 """
 
 from __future__ import annotations
