@@ -254,6 +254,22 @@ def test_bugsink_gives_back_every_planted_bug_crashing_where_the_answer_key_says
     assert read_back.requests == 2 + sum(1 + min(3, group.occurrences) for group, _ in read_back.errors)
 
 
+def test_an_environment_reads_through_bugsinks_tag_search(bugsink_server: Bugsink, traffic: Traffic,
+                                                          read_back: ReadBack) -> None:
+    """NIGHTWATCH_SENTRY_ENVIRONMENT becomes Bugsink's `environment:"..."` tag filter on issues and events: the
+    environment the SDK named gives the same errors, counted alike; another gives none."""
+    window = _window(traffic.until)
+    found = {}
+    for environment in ("production", "staging"):
+        source = BugsinkSource(TrackerAPI(SecretStr(bugsink_server.token), bugsink_server.url, "Bugsink"),
+                               str(bugsink_server.project_id), environment=environment)
+        try:
+            found[environment] = {g.issue_id: g.occurrences for g in source.fetch_errors(window, limit=50).errors}
+        finally:
+            source.close()
+    assert found == {"production": {g.issue_id: g.occurrences for g, _ in read_back.errors}, "staging": {}}
+
+
 def test_a_token_bugsink_refuses_is_one_clear_error(bugsink_server: Bugsink) -> None:
     source = _source(bugsink_server, token="0" * 40)
     try:
