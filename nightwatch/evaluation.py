@@ -577,8 +577,14 @@ def app_of(case: EvalCase) -> str:
 
 
 def fix_test_cases(cases: list[EvalCase]) -> list[EvalCase]:
-    """The cases whose real fix added a regression test the harness can run at the parent and at the fix."""
-    return [c for c in cases if c.regression_test and c.source.fix_commit and c.source.commit and not c.source.demo]
+    """The cases whose real fix added a regression test the harness can run at the parent and at the fix; a Sentry
+    twin's fix is its case's, checked once (as the case, where only the twin is named)."""
+    fixes = {}
+    for c in cases:
+        if c.regression_test and c.source.fix_commit and c.source.commit and not c.source.demo:
+            case = c.model_copy(update={"id": c.id.removesuffix(TWIN), "monitor": "newrelic"}) if c.monitor == "sentry" else c
+            fixes.setdefault(case.id, case)
+    return list(fixes.values())
 
 
 def fix_test_items(cases: list[EvalCase], trees_dir: Path) -> list[FixTestItem]:

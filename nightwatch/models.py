@@ -143,6 +143,27 @@ class ChainedException(Model):
                                 "handling it (context), or either (chained: the source did not say).")
 
 
+class Breadcrumb(Model):
+    """What the application did shortly before the error, as the SDK recorded it: a query, an HTTP call, a log line."""
+
+    at: datetime | None = None
+    category: StorableText = ""  # query, httplib, django.request, a logger's name ...
+    level: StorableText = ""
+    message: StorableText = ""
+    data: StorableText = ""  # the rest of what it recorded, one redacted line
+
+
+class RequestFacts(Model):
+    """The request that failed, as the SDK recorded it: its shape, never its values (those stay with the traces)."""
+
+    method: StorableText = ""
+    path: StorableText = ""
+    route: StorableText = ""  # the transaction: the route it matched, where the SDK names one
+    query_keys: list[StorableText] = Field(default_factory=list)
+    body_keys: list[StorableText] = Field(default_factory=list)
+    status: int | None = None
+
+
 class TraceData(Model):
     """Traces and stack frames of one error, already redacted and size-capped."""
 
@@ -154,6 +175,9 @@ class TraceData(Model):
     notes: list[str] = Field(default_factory=list)
     exceptions: list[ChainedException] = Field(default_factory=list, description="Every exception of the newest "
                                                "occurrence's chain, oldest first (the last one is the error).")
+    breadcrumbs: list[Breadcrumb] = Field(default_factory=list, description="The newest occurrence's breadcrumbs, "
+                                          "oldest first (where the source records them).")
+    request: RequestFacts | None = None
 
     @property
     def in_app_frames(self) -> list[StackFrame]:

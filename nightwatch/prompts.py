@@ -11,7 +11,7 @@ import re
 from nightwatch.models import ErrorGroup, PriorAnalysis, TraceData
 from nightwatch.redact import fence
 from nightwatch.research import ResearchContext
-from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, cut_at, stack_lines
+from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, breadcrumb_line, cut_at, stack_lines
 
 
 def single_line(text: str, limit: int = 300) -> str:
@@ -45,6 +45,42 @@ def trace_summary(traces: TraceData, app_frames: int = FIRST_MESSAGE_APP_FRAMES)
     if cut_at(traces.stack_frames, app_frames):
         body += " (get_error_traces shows them)"
     return "## Stack (top first; [app] = application code, runs of framework frames counted)\n" + fence("stack trace", body)
+
+
+FIRST_MESSAGE_VARIABLES = 12  # per frame
+FIRST_MESSAGE_VALUE_CHARS = 160
+FIRST_MESSAGE_BREADCRUMBS = 5  # the newest, newest last
+
+
+def production_values(traces: TraceData) -> str:
+    """What the source recorded besides the stack (Sentry's SDKs do; New Relic's agents do not): the crash frame's and
+    its caller's local variables, the request's shape, the last breadcrumbs. Empty where there is none of it;
+    get_error_traces pages through the rest (other frames' variables, older breadcrumbs)."""
+    frames = [f for f in traces.in_app_frames if f.variables]
+    shown = frames[:1] + [f for f in frames[1:2] if f.method != frames[0].method or f.file != frames[0].file]
+    parts = []
+    for label, frame in zip(("the crash frame", "its caller"), shown):
+        names = list(frame.variables)[:FIRST_MESSAGE_VARIABLES]
+        more = len(frame.variables) - len(names)
+        body = "\n".join(f"{single_line(n, 60)} = {single_line(frame.variables[n], FIRST_MESSAGE_VALUE_CHARS)}" for n in names)
+        parts.append(f"Local variables of {label}, {single_line(frame.render(), 200)}"
+                     + (f" ({more} more: get_error_traces with frame)" if more > 0 else "") + ":\n" + body)
+    if traces.request:
+        r = traces.request
+        parts.append("Request: " + single_line(" ".join(x for x in (r.method, r.path) if x), 300)
+                     + (f" (route {single_line(r.route, 200)})" if r.route and r.route != r.path else "")
+                     + (f"; query keys: {single_line(', '.join(r.query_keys), 300)}" if r.query_keys else "")
+                     + (f"; body keys: {single_line(', '.join(r.body_keys), 300)}" if r.body_keys else "")
+                     + (f"; status {r.status}" if r.status else ""))
+    if traces.breadcrumbs:
+        last = traces.breadcrumbs[-FIRST_MESSAGE_BREADCRUMBS:]
+        older = len(traces.breadcrumbs) - len(last)
+        parts.append(f"Last {len(last)} breadcrumbs before the error, newest last"
+                     + (f" ({older} older: get_error_traces with breadcrumbs)" if older else "") + ":\n"
+                     + "\n".join(breadcrumb_line(b) for b in last))
+    if not parts:
+        return ""
+    return "## What production held (recorded by the SDK, redacted)\n" + fence("production values", "\n\n".join(parts))
 
 
 def priors_section(priors: list[PriorAnalysis]) -> str:
@@ -147,8 +183,9 @@ def investigation_message(
         "Investigate this production error in the repository and submit your analysis with "
         "submit_analysis. Start from the top in-app frame."
     )
+    held = production_values(traces)
     return [
-        {"type": "text", "text": f"{error_header(error, traces)}\n\n{trace_summary(traces)}"},
+        {"type": "text", "text": f"{error_header(error, traces)}\n\n{trace_summary(traces)}" + (f"\n\n{held}" if held else "")},
         {"type": "text", "text": research_section(ctx, cross_error), "cache_control": {"type": "ephemeral", "ttl": cache_ttl}},
         {"type": "text", "text": task},
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from nightwatch.models import StackFrame
+from nightwatch.models import Breadcrumb, StackFrame
 from nightwatch.redact import LINE_ENDS
 
 _BREAKS = re.compile(f"[\n{LINE_ENDS}]+")
@@ -17,6 +17,13 @@ FIRST_MESSAGE_APP_FRAMES = 12  # the application frames an investigation's first
 def one_line(value: object) -> str:
     """Production text on one line: a frame's name or a sample's value cannot start a line of its own."""
     return _BREAKS.sub(" ", str(value))
+
+
+def breadcrumb_line(b: Breadcrumb) -> str:
+    """One breadcrumb on one line: when, its category and level, what it says."""
+    when = f"{b.at:%H:%M:%S} " if b.at else ""
+    line = one_line(f"{when}[{b.category or 'log'}{'/' + b.level if b.level else ''}] {b.message} {b.data}".rstrip())
+    return line if len(line) <= 400 else line[:399] + "…"
 
 
 def cut_at(frames: list[StackFrame], max_app: int) -> bool:

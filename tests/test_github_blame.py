@@ -28,7 +28,7 @@ from nightwatch.suspects import suspect_commits
 from tests.fakes.github import FakeGitHub
 
 EVALS = Path(__file__).resolve().parents[1] / "evals"
-REAL = [c for c in load_cases(EVALS) if (c.folder / "history.bundle").is_file()]
+REAL = [c for c in load_cases(EVALS) if (c.folder / "history.bundle").is_file() and c.monitor == "newrelic"]
 
 
 def github_host(fake: FakeGitHub) -> GitHubHost:

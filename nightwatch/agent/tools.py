@@ -22,7 +22,7 @@ from nightwatch.agent.tool_schema import model_tool
 from nightwatch.codehosts.base import CodeHost, CodeHostError
 from nightwatch.models import Analysis, ToolCall, TraceData
 from nightwatch.redact import fence, redact
-from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, cut_at, one_line, stack_lines
+from nightwatch.stack_view import FIRST_MESSAGE_APP_FRAMES, breadcrumb_line, cut_at, one_line, stack_lines
 from nightwatch.trace_paths import PathMap
 
 SUBMIT_TOOL = "submit_analysis"
@@ -67,8 +67,14 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "get_error_traces": {
         "name": "get_error_traces",
-        "description": "The error's sample occurrences and full stack trace (redacted production data).",
-        "input_schema": {"type": "object", "properties": {}},
+        "description": "The error's sample occurrences and full stack trace (redacted production data). Where the "
+        "source recorded them (Sentry's SDKs): `frame` shows an application frame's local variables and source lines "
+        "(0: the top [app] frame, 1: the next [app] frame down the stack, ...); `breadcrumbs` pages back through what the "
+        "application did before the error (0: the newest 20).",
+        "input_schema": {"type": "object", "properties": {
+            "frame": {"type": "integer", "minimum": 0, "description": "optional: which [app] frame, 0 the top"},
+            "breadcrumbs": {"type": "integer", "minimum": 0, "description": "optional: a page of breadcrumbs, 0 the newest"},
+        }},
     },
     "recall_context": {
         "name": "recall_context",
@@ -299,7 +305,11 @@ class ToolRunner:
         entries, cached = self.cache.get(("list", path), lambda: self.cache.host.list_directory(path))
         return ToolOutcome("\n".join(entries) or "(empty directory)", cached=cached)
 
-    def _get_error_traces(self) -> ToolOutcome:
+    def _get_error_traces(self, frame: int | None = None, breadcrumbs: int | None = None) -> ToolOutcome:
+        if frame is not None:
+            return ToolOutcome(fence("error traces", frame_details(self.traces, int(frame))))
+        if breadcrumbs is not None:
+            return ToolOutcome(fence("error traces", breadcrumb_page(self.traces, int(breadcrumbs))))
         return ToolOutcome(fence("error traces", render_traces(self.traces, lean=self.lean and self.context_intact)))
 
     def _recall_context(self, query: str) -> ToolOutcome:
@@ -345,6 +355,38 @@ def render_traces(traces: TraceData, max_samples: int = 3, lean: bool = False) -
         lines.append("stack trace:\n" + redact(traces.stack_trace)[:8000])
     lines.extend(f"note: {n}" for n in traces.notes)
     return redact("\n".join(lines)) or "No traces were recorded for this error."
+
+
+BREADCRUMB_PAGE = 20
+
+
+def frame_details(traces: TraceData, index: int) -> str:
+    """One application frame of the newest occurrence (0: the top): its source lines as production ran them, its
+    local variables."""
+    frames = traces.in_app_frames
+    if not 0 <= index < len(frames):
+        return f"There is no application frame {index}: the stack has {len(frames)} (0 is the top)."
+    f = frames[index]
+    lines = [f"application frame {index} of {len(frames)}: {one_line(f.render())}"]
+    if f.context:
+        lines.append("source as production ran it:")
+        lines += [f"{'>' if n == f.line else ' '} {n:>5}| {one_line(t)}" for n, t in f.context]
+    lines.append("local variables:" if f.variables else "no local variables were recorded for this frame")
+    lines += [f"  {one_line(k)} = {one_line(v)}" for k, v in f.variables.items()]
+    return redact("\n".join(lines))
+
+
+def breadcrumb_page(traces: TraceData, page: int) -> str:
+    """A page of the newest occurrence's breadcrumbs, newest page first, oldest line first within a page."""
+    crumbs = traces.breadcrumbs
+    if not crumbs:
+        return "No breadcrumbs were recorded for this error."
+    end = len(crumbs) - page * BREADCRUMB_PAGE
+    if end <= 0:
+        return f"There is no page {page}: {len(crumbs)} breadcrumbs make {-(-len(crumbs) // BREADCRUMB_PAGE)} page(s)."
+    start = max(0, end - BREADCRUMB_PAGE)
+    head = f"breadcrumbs {start + 1}-{end} of {len(crumbs)}, oldest first" + (f" (older: page {page + 1})" if start else "")
+    return redact("\n".join([head, *(breadcrumb_line(b) for b in crumbs[start:end])]))
 
 
 def _occurrence_lines(samples: list[list[tuple[str, str]]], lean: bool) -> list[str]:

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from nightwatch.models import ChainedException, StackFrame, TraceData
+from nightwatch.models import Breadcrumb, ChainedException, RequestFacts, StackFrame, TraceData
 from nightwatch.redact import REDACTED, clean, key_strength
 from nightwatch.sources.parse import MAX_FRAMES, is_app_path, parse_timestamp, stack_text, status_code
 
@@ -31,6 +31,8 @@ VALUE_LIMIT = 300  # characters of one variable's value
 CONTEXT_LINES = 5  # each side of the line
 MAX_TAGS = 40
 TEXT_LIMIT = 2_000
+MAX_BREADCRUMBS = 50  # the newest of an event's (the SDKs keep 100)
+MAX_KEYS = 30  # of a query or a body
 
 
 # -- the API's shape into the SDK's --------------------------------------------------------------------------------
@@ -284,6 +286,45 @@ def _query(value: Any) -> str:
     return text("&".join(shown), 500)
 
 
+def breadcrumbs_of(event: dict[str, Any]) -> list[Breadcrumb]:
+    """The event's breadcrumbs, oldest first, the newest MAX_BREADCRUMBS of them, each redacted and capped."""
+    crumbs = event.get("breadcrumbs")
+    values = crumbs.get("values") if isinstance(crumbs, dict) else crumbs
+    out = []
+    for crumb in [c for c in values or [] if isinstance(c, dict)][-MAX_BREADCRUMBS:]:
+        data = crumb.get("data") if isinstance(crumb.get("data"), dict) else {}
+        shown = {str(k): REDACTED if key_strength(str(k)) else v for k, v in data.items()}
+        out.append(Breadcrumb(at=moment(crumb), category=text(crumb.get("category") or crumb.get("type"), 100),
+                              level=text(crumb.get("level"), 20), message=_short(crumb.get("message")),
+                              data=_short(shown) if shown else ""))
+    return out
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    """A breadcrumb's text on one line: redacted whole, then cut (a query's column list is long and says little)."""
+    line = " ".join(text(value, 20_000).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def request_of(event: dict[str, Any]) -> RequestFacts | None:
+    """The failing request's shape: method, path, route, the names of its query and body fields, the status."""
+    request = event.get("request") if isinstance(event.get("request"), dict) else None
+    if request is None:
+        return None
+    attrs = attributes(event)
+    query = [p.split("=", 1)[0] for p in attrs.get("request.query", "").split("&") if p]
+    body = request.get("data")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = None
+    return RequestFacts(method=attrs.get("request.method", ""), path=attrs.get("request.uri", ""),
+                        route=attrs.get("transactionName", ""), query_keys=[text(k, 100) for k in query[:MAX_KEYS]],
+                        body_keys=[text(k, 100) for k in list(body)[:MAX_KEYS]] if isinstance(body, dict) else [],
+                        status=attrs.get("http.statusCode"))
+
+
 def message_of(event: dict[str, Any]) -> str:
     """A message event's text (logentry, or the legacy `message`)."""
     entry = event.get("logentry") if isinstance(event.get("logentry"), dict) else {}
@@ -299,6 +340,9 @@ def trace_of(fingerprint: str, events: list[Any], trace_char_limit: int = 20_000
     canonical_events = [e for e in canonical_events if e]
     data = TraceData(fingerprint=fingerprint, transaction_errors=[attributes(e) for e in canonical_events])
     newest = next((e for e in canonical_events if exceptions_of(e)), None)
+    if canonical_events:
+        latest = newest or canonical_events[0]
+        data.breadcrumbs, data.request = breadcrumbs_of(latest), request_of(latest)
     if newest is None:
         data.notes.append("no stack trace in the events" if canonical_events else "no events found")
         return data

@@ -9,6 +9,7 @@ An instruction inside a variable's value reaches the model only inside the untru
 from __future__ import annotations
 
 import copy
+import re
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -18,6 +19,7 @@ import pytest
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache, ToolRunner, render_traces
 from nightwatch.models import TraceData
+from nightwatch.prompts import production_values
 from nightwatch.sources.sentry_event import exceptions_of, trace_of
 from tests.adversarial.corpus import Planted, formats, leaked
 from tests.fakes.sentry import api_event
@@ -57,9 +59,11 @@ def planted_event(p: Planted) -> dict:
 
 
 def _shown(traces: TraceData) -> str:
+    """Everything the model may read of the traces: the first message's values, every page of get_error_traces."""
     runner = ToolRunner(cache=CodeCache(None), traces=traces, events=EventLog(), run_id="r1", fingerprint="fp",  # type: ignore[arg-type]
                         allowed=["get_error_traces"])
-    return runner.run("get_error_traces", {}, 1).text + "\n" + render_traces(traces)
+    pages = [{}, *({"frame": i} for i in range(len(traces.in_app_frames))), {"breadcrumbs": 0}]
+    return "\n".join([production_values(traces), render_traces(traces), *(runner.run("get_error_traces", p, 1).text for p in pages)])
 
 
 def _leaks(p: Planted, out: str) -> list[str]:
@@ -99,6 +103,5 @@ def test_an_instruction_in_a_variable_reaches_the_model_only_as_fenced_data() ->
     frame = next(f for f in traces.stack_frames if "reply" in f.variables)
     assert "ignore previous instructions" in frame.variables["reply"]  # kept as data ...
     shown = _shown(traces)
-    if "ignore previous instructions" in shown:  # ... and wherever the model sees it, inside the fence
-        fenced = shown.split('<untrusted source="error traces">', 1)[1].split("</untrusted>", 1)[0]
-        assert "ignore previous instructions" in fenced
+    assert "ignore previous instructions" in shown  # ... shown to the model, and only ever inside a fence
+    assert "ignore previous instructions" not in re.sub(r"<untrusted source=[^>]*>.*?</untrusted>", "", shown, flags=re.S)
