@@ -11,11 +11,12 @@ The two sources answer the same three questions and hand the same models on:
   `GET …/issues/{id}/events/?full=true&start=…&end=…&per_page=N` reads its newest N events in full, one request.
 - `BugsinkSource`: Bugsink's `GET /api/canonical/0/issues/?project=…&sort=last_seen&order=desc` until the issues were
   last seen before the window; it dates first/last seen by when it received the events, so each candidate's events
-  (`/events/?issue=…`, newest first) are counted by their own timestamps, and the selected ones' newest N are read
-  with `/events/{id}/`.
+  (`/events/?issue=…`) are counted by their own timestamps, its newest read in full (`/events/{id}/`: the level and
+  whether it was handled, which Bugsink's issue does not carry), and the selected ones' newest N.
 
 Requests a night makes (`benchmarks/sentry_requests.py` prints them): Sentry, one per 100 issues listed plus one per
-selected error; Bugsink, one per 250 issues listed, one per candidate issue, and N per selected error.
+selected error; Bugsink, one per 250 issues listed, two per candidate issue (its events, its newest in full), N - 1
+per selected error and one for the project's name.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 from nightwatch.sources import http_retry
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import parse_timestamp
-from nightwatch.sources.sentry_event import moment, text, trace_of
+from nightwatch.sources.sentry_event import exceptions_of, handled_of, moment, text, trace_of
 
 MAX_PAGES = 200  # of one list: 20,000 Sentry issues, 50,000 Bugsink ones, far past what a night selects from
 
@@ -187,10 +188,17 @@ def sentry_group(issue: Any, app: str) -> ErrorGroup | None:
 
 
 class BugsinkSource:
-    """Errors of one Bugsink project, live."""
+    """Errors of one Bugsink project, live.
+
+    Bugsink's issue list carries no level and no handled flag, and dates an issue by when it received its events; so
+    each candidate's events are counted by their own timestamps and its newest event in the window is read in full
+    (its level, whether anything handled it, the module of its class). Its events list is in the order Bugsink
+    digested them, not by their timestamps: the count stops after a page's worth of events older than the window.
+    """
 
     name = "bugsink"
     demo = False
+    PAGE = 250  # Bugsink's page of issues and of events
 
     def __init__(self, api: TrackerAPI, project: str, query: str = "is:unresolved", events_per_issue: int = 3,
                  environment: str | None = None) -> None:
@@ -200,13 +208,20 @@ class BugsinkSource:
         self.tags = f'environment:"{environment}"' if environment else ""  # Bugsink's tag filter
         self.search = " ".join(words + ([self.tags] if self.tags else []))
         self._in_window: dict[str, list[dict]] = {}
+        self._full: dict[str, dict] = {}  # event id -> the event in full, read once
+        self._name: str | None = None
 
     def close(self) -> None:
         self.api.close()
 
     def check(self) -> str:
-        body, _ = self.api.get(f"api/canonical/0/projects/{self.project}/", None, "project lookup")
-        return f"project {body.get('name') if isinstance(body, dict) else self.project}"
+        return f"project {self._project_name()}"
+
+    def _project_name(self) -> str:
+        if self._name is None:
+            body, _ = self.api.get(f"api/canonical/0/projects/{self.project}/", None, "project lookup")
+            self._name = text(body.get("name") if isinstance(body, dict) else "", 200) or self.project
+        return self._name
 
     def fetch_errors(self, window: Window, limit: int = 200) -> ErrorBatch:
         params = {"project": self.project, "sort": "last_seen", "order": "desc", "state": self.state}
@@ -216,7 +231,7 @@ class BugsinkSource:
             batch.rows_seen += 1
             last = _time(issue.get("last_seen")) if isinstance(issue, dict) else None
             if last is not None and last < window.start:
-                break  # newest first: every issue after this one was last seen before the window
+                break  # by receipt, newest first: every issue after this one was last seen before the window
             group = self._group(issue, window) if isinstance(issue, dict) and issue.get("id") else None
             if group is not None:
                 batch.errors.append(group)
@@ -226,34 +241,48 @@ class BugsinkSource:
     def _events(self, issue_id: str, window: Window) -> list[dict]:
         """The issue's events whose own timestamps fall in the window, newest first (kept for fetch_traces)."""
         params = {"issue": issue_id} | ({"q": self.tags} if self.tags else {})
-        events = []
+        events, older = [], 0
         for event in self.api.pages("api/canonical/0/events/", params, f"events of issue {issue_id}"):
             when = moment(event) if isinstance(event, dict) else None
-            if when is not None and when < window.start:
-                break  # newest first
-            if when is not None and when < window.end:
+            older = older + 1 if when is not None and when < window.start else 0
+            if older >= self.PAGE:
+                break  # a page's worth in a row from before the window: the rest is older still
+            if when is not None and window.start <= when < window.end:
                 events.append(event)
+        events.sort(key=lambda e: -(moment(e) or window.start).timestamp())
         self._in_window[issue_id] = events
         return events
+
+    def _event(self, listed: dict) -> dict:
+        """An event of the list in full (its `data` as the SDK sent it), read once a night."""
+        if listed["id"] not in self._full:
+            body, _ = self.api.get(f"api/canonical/0/events/{listed['id']}/", None, f"event {listed['id']}")
+            self._full[listed["id"]] = body.get("data") if isinstance(body, dict) and isinstance(body.get("data"), dict) else {}
+        return self._full[listed["id"]]
 
     def _group(self, issue: dict, window: Window) -> ErrorGroup | None:
         """The issue with its events counted in the window by their own timestamps; None if none falls in it."""
         events = self._events(str(issue["id"]), window)
         if not events:
             return None
+        newest = self._event(events[0]) if events[0].get("id") else {}
+        chain = exceptions_of(newest)
+        times = [t for t in map(moment, events) if t]
+        received = _time(issue.get("first_seen"))  # by receipt: an event may be older than that
         return ErrorGroup(
             error_class=text(issue.get("calculated_type"), 300), transaction=text(issue.get("transaction"), 500),
-            message=text(issue.get("calculated_value")), occurrences=len(events), first_seen=_time(issue.get("first_seen")),
-            last_seen=max(t for t in map(moment, events) if t), app_name=self.project, issue_id=text(str(issue["id"]), 64),
-            url=urljoin(self.api.base_url, f"issues/issue/{issue['id']}/"))
+            message=text(issue.get("calculated_value")), occurrences=len(events),
+            first_seen=min([t for t in (received, *times) if t]), last_seen=max(times),
+            app_name=self._project_name(), level=text(newest.get("level") or ("error" if chain else ""), 20),
+            handled=handled_of(chain[-1]) if chain else None, issue_id=text(str(issue["id"]), 64),
+            url=urljoin(self.api.base_url, f"issues/issue/{issue['id']}/event/last/"))
 
     def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
         listed = self._in_window.get(error.issue_id)
         if listed is None:  # listed by another process (a retried task): list this issue's events again
             listed = self._events(error.issue_id, window)
-        events = [self.api.get(f"api/canonical/0/events/{e['id']}/", None, f"event {e['id']}")[0]
-                  for e in listed[: self.events_per_issue] if isinstance(e, dict) and e.get("id")]
-        return trace_of(error.fingerprint, [e.get("data") for e in events if isinstance(e, dict)])
+        events = [self._event(e) for e in listed[: self.events_per_issue] if isinstance(e, dict) and e.get("id")]
+        return trace_of(error.fingerprint, events)
 
     def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
         return [], []
