@@ -30,6 +30,7 @@ from nightwatch import safe_yaml
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, FileChange, Model, RunReport, TraceData, Window
+from nightwatch.prompts import production_values
 from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.sources.sentry_file import SentryEventsFileSource
 from nightwatch.trace_paths import PathMap, locate_frames, mapped_share
@@ -38,7 +39,7 @@ from nightwatch.verify.commit_tests import FixCommit, HarnessSettings
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
 TWIN = ".sentry"  # a case's Sentry twin is named <case>.sentry
 SENTRY_EVENTS = "sentry_events.json"
-CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "suspect", "suspect_top3", "blamed", "blamed_top3",
+CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "values", "suspect", "suspect_top3", "blamed", "blamed_top3",
           "evidence")
 
 
@@ -76,6 +77,14 @@ class CaseError(Model):
     transaction: str
 
 
+class DecidingValue(Model):
+    """The value production held that decides the error, as the first message shows it where the SDK captured it
+    (`text`), or why no SDK captures it (`why`: a row of another table, a setting, a request body it does not send)."""
+
+    text: str = ""
+    why: str = ""
+
+
 class EvalCase(Model):
     id: str
     title: str = ""
@@ -90,6 +99,7 @@ class EvalCase(Model):
     regression_test: str = ""  # the test the real fix added, as its runner names it (pytest node id, Django label)
     introduced_by: str | None = None  # the commit most of the real fix's lines came from (scripts/history_slices.py)
     blamed_by: list[str] = Field(default_factory=list)  # every commit they came from, most lines first
+    deciding_value: DecidingValue | None = None  # what a Sentry twin's first message must show, where the SDK has it
     notes: str = ""
     folder: Path = Path(".")
     monitor: Literal["newrelic", "sentry"] = "newrelic"  # which capture of the errors the night reads
@@ -444,7 +454,15 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
     fingerprint = error.fingerprint if case.monitor == "sentry" else None
     out = score(case, report, mapped_share(traces), seconds, repo, fingerprint)
     out.checks["evidence"] = evidence_recall(case, home, fingerprint)
+    out.checks["values"] = values_shown(case, traces)
     return out
+
+
+def values_shown(case: EvalCase, traces: TraceData) -> bool | None:
+    """Does the first message show the value that decides the error (a Sentry twin whose SDK captured it)?"""
+    if case.monitor != "sentry" or case.deciding_value is None or not case.deciding_value.text:
+        return None
+    return case.deciding_value.text in production_values(traces)
 
 
 # summary and baseline ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from nightwatch.evaluation import (
     regressions,
     run_case,
     summary,
+    values_shown,
 )
 from nightwatch.models import Window
 from nightwatch.sources.export_file import ExportFileSource
@@ -65,6 +66,15 @@ def test_every_python_web_error_has_the_status_the_agent_reported(case: EvalCase
 
 def test_the_python_cases_have_sentry_twins() -> None:
     assert {t.id.removesuffix(".sentry") for t in TWINS} == {c.id for c in PYTHON}
+
+
+def test_the_first_message_shows_the_deciding_value_of_most_twins_whose_sdk_captured_it(tmp_path: Path) -> None:
+    """Each Python case names the value that decides its error, or why no SDK captures it (a setting, another table's
+    rows, a body the SDK does not send); where the SDK has it, a twin's first message shows it, in 80% of them or more."""
+    assert all(t.deciding_value and (t.deciding_value.text or t.deciding_value.why) for t in TWINS)
+    captured = [t for t in TWINS if t.deciding_value and t.deciding_value.text]
+    shown = [t.id for t in captured if values_shown(t, case_error(t, prepare_repository(t, tmp_path / t.id))[1])]
+    assert captured and len(shown) * 5 >= len(captured) * 4, f"{len(shown)} of {len(captured)}: {shown}"
 
 
 @pytest.mark.parametrize("case", TWINS, ids=[c.id for c in TWINS])
@@ -165,7 +175,7 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path,
     assert all(s["checks"]["pr"] is not False for s in out["cases"])  # no PR on the wrong file, none symptom-only
     assert summary([CaseScore(**s) for s in out["cases"]], CASES)["cases"] == len(CASES)
     for twin in TWINS:  # read from Sentry's events, each case concludes what it concludes from New Relic's
-        alike = {k for k in scores[twin.id]["checks"]} - {"paths"}
+        alike = {k for k in scores[twin.id]["checks"]} - {"paths", "values"}
         assert {k: scores[twin.id]["checks"][k] for k in alike} == {k: scores[twin.id.removesuffix(".sentry")]["checks"].get(k)
                                                                        for k in alike}, twin.id
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-KEPT = ("introduced_by",)  # written by scripts/history_slices.py: kept when a case is captured again
+KEPT = ("introduced_by", "blamed_by", "deciding_value")  # written by hand or by history_slices.py: kept when a case is captured again
 
 
 def yaml_str(value: str) -> str:
@@ -34,6 +34,7 @@ def expected_yml(case_id: str, source: tuple[str, str], case: dict, error: tuple
     if case.get("test"):
         lines.append(f"regression_test: {case['test']}")
     old = yaml.safe_load(existing.read_text(encoding="utf-8")) if existing and existing.is_file() else {}
-    lines += [f"{key}: {old[key]}" for key in KEPT if old.get(key)]
+    lines += [f"{key}: {old[key] if isinstance(old[key], str) else json.dumps(old[key], ensure_ascii=False)}"
+              for key in KEPT if old.get(key)]
     lines.append(f"notes: {yaml_str(case['notes'])}")
     return "\n".join(lines) + "\n"
