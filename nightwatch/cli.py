@@ -30,8 +30,19 @@ app.add_typer(metrics_app, name="metrics")
 
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"nightwatch {version('nightwatch')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _calendar() -> None:
+def _calendar(
+    _version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                  help="Print the installed version and exit."),
+) -> None:
     """Every command reads one calendar (NIGHTWATCH_NOW, if set), shared with the processes it starts."""
     try:
         clock.anchor_environment()
