@@ -42,31 +42,38 @@ class Settings(BaseSettings):
 
     # Anthropic: a key switches from the offline model to Claude.
     anthropic_api_key: SecretStr | None = Field(
-        default=None, validation_alias=_env("NIGHTWATCH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
+        default=None, validation_alias=_env("NIGHTWATCH_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+        description="An Anthropic API key; unset, a night uses the deterministic offline model."
     )
     anthropic_base_url: str | None = Field(
-        default=None, validation_alias=_env("NIGHTWATCH_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL")
+        default=None, validation_alias=_env("NIGHTWATCH_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"),
+        description="Another address for the Anthropic API (a proxy or gateway); unset, the public API."
     )
-    model: str = "claude-sonnet-4-6"
-    triage_model: str = "claude-haiku-4-5"
-    anthropic_max_retries: int = 4
-    anthropic_timeout_s: float = 300.0
+    model: str = Field(default="claude-sonnet-4-6", description="The model that investigates.")
+    triage_model: str = Field(default="claude-haiku-4-5", description="The model that triages every selected error.")
+    anthropic_max_retries: int = Field(default=4, description="The SDK's retries of 408, 409, 429, 5xx answers and lost "
+                                                              "connections.")
+    anthropic_timeout_s: float = Field(default=300.0, description="Seconds one Anthropic request may take.")
 
     # New Relic NerdGraph: key + account id + app name, or none of them.
     newrelic_api_key: SecretStr | None = Field(
-        default=None, validation_alias=_env("NIGHTWATCH_NEWRELIC_API_KEY", "NEW_RELIC_API_KEY")
+        default=None, validation_alias=_env("NIGHTWATCH_NEWRELIC_API_KEY", "NEW_RELIC_API_KEY"),
+        description="A New Relic user key that may query NerdGraph."
     )
     newrelic_account_id: int | None = Field(
-        default=None, validation_alias=_env("NIGHTWATCH_NEWRELIC_ACCOUNT_ID", "NEW_RELIC_ACCOUNT_ID")
+        default=None, validation_alias=_env("NIGHTWATCH_NEWRELIC_ACCOUNT_ID", "NEW_RELIC_ACCOUNT_ID"),
+        description="The New Relic account that holds the application."
     )
     newrelic_app_name: str | None = Field(
-        default=None, validation_alias=_env("NIGHTWATCH_NEWRELIC_APP_NAME", "NEW_RELIC_APP_NAME")
+        default=None, validation_alias=_env("NIGHTWATCH_NEWRELIC_APP_NAME", "NEW_RELIC_APP_NAME"),
+        description="The application's name in New Relic (appName in NRQL)."
     )
     newrelic_region: Literal["US", "EU"] = Field(
-        default="US", validation_alias=_env("NIGHTWATCH_NEWRELIC_REGION", "NEW_RELIC_REGION")
+        default="US", validation_alias=_env("NIGHTWATCH_NEWRELIC_REGION", "NEW_RELIC_REGION"),
+        description="The account's region, which picks the NerdGraph URL."
     )
     newrelic_endpoint: str | None = Field(default=None, description="Overrides the region's NerdGraph URL.")
-    newrelic_timeout_s: float = 30.0
+    newrelic_timeout_s: float = Field(default=30.0, description="Seconds one NerdGraph request may take.")
 
     # Where the night's errors come from: one source per deployment.
     source: Literal["newrelic", "sentry", "bugsink"] = Field(
@@ -91,22 +98,28 @@ class Settings(BaseSettings):
     sentry_query: str = Field(default="is:unresolved", description="Sentry's issue search for the night (Sentry's own "
                               "default); Bugsink reads is:unresolved as its open issues and an empty query as all.")
     sentry_events_per_issue: int = Field(default=3, ge=1, le=100, description="Recent events read in full per selected error.")
-    sentry_timeout_s: float = 30.0
+    sentry_timeout_s: float = Field(default=30.0, description="Seconds one request to Sentry, GlitchTip or Bugsink may take.")
 
     # Errors from a NerdGraph export file instead of the API (the demo default when no key is set).
-    errors_file: Path | None = None
+    errors_file: Path | None = Field(default=None, description="Read the night's errors from this file instead of the "
+                                    "API: a NerdGraph export, or events as sentry-sdk sent them.")
     demo: Literal["rails", "python"] = Field(
         default="rails", description="The bundled demo an offline night reads: the Rails storefront (nightwatch/demo) or "
                                      "the Python bookshop, a FastAPI service (nightwatch/demo_python).")
-    ignore_file: Path | None = None
+    ignore_file: Path | None = Field(default=None, description="Your ignore rules (YAML: contains, exact, prefix or "
+                                     "regex, each with a reason), applied before the shipped noise rules.")
     noise_defaults: bool = Field(default=True, description="Apply NightWatch's shipped noise rules (nightwatch/noise.yml) "
                                                             "after the ignore file, to every source.")
 
     # Code host: GitHub (token + repo) or a local checkout.
-    github_token: SecretStr | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_TOKEN", "GITHUB_TOKEN"))
-    github_repo: str | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_REPO", "GITHUB_REPOSITORY"))
+    github_token: SecretStr | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_TOKEN", "GITHUB_TOKEN"),
+                                           description="A GitHub token that may read the code and write issues and pull "
+                                                       "requests of the repository.")
+    github_repo: str | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_REPO", "GITHUB_REPOSITORY"),
+                                    description="The application's repository, owner/name.")
     github_base_url: str = Field(
-        default="https://api.github.com", validation_alias=_env("NIGHTWATCH_GITHUB_BASE_URL", "GITHUB_API_URL")
+        default="https://api.github.com", validation_alias=_env("NIGHTWATCH_GITHUB_BASE_URL", "GITHUB_API_URL"),
+        description="GitHub's API address; GitHub Enterprise: https://HOST/api/v3."
     )
     code_path: Path | None = Field(default=None, description="A local git checkout used as the code host.")
     path_prefixes: str = Field(
@@ -115,30 +128,35 @@ class Settings(BaseSettings):
 
     # Slack
     slack_bot_token: SecretStr | None = Field(
-        default=None, validation_alias=_env("NIGHTWATCH_SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN")
+        default=None, validation_alias=_env("NIGHTWATCH_SLACK_BOT_TOKEN", "SLACK_BOT_TOKEN"),
+        description="A Slack bot token that may post to the channel."
     )
-    slack_channel: str | None = None
-    slack_base_url: str = "https://slack.com/api/"
+    slack_channel: str | None = Field(default=None, description="The channel the night's report goes to.")
+    slack_base_url: str = Field(default="https://slack.com/api/", description="Slack's Web API address, for a proxy.")
 
     # A night
-    since_hours: float = 24.0
-    max_errors: int = 8
-    max_issues: int = 3
+    since_hours: float = Field(default=24.0, description="The length of the night's window, in hours (--since).")
+    max_errors: int = Field(default=8, description="Errors selected for analysis, the top of the ranking (--max-errors).")
+    max_issues: int = Field(default=3, description="New issues a night may open, over every attempt at it (--max-issues).")
     open_issue_limit: int = Field(default=10, description="WIP limit: no new issues while this many are open.")
     pr_min_confidence: Literal["high", "medium", "low"] = Field(
         default="high", description="A draft PR is opened only for a fix at or above this confidence; below it the "
                                     "proposed change stays in the issue.")
     mode: Literal["batch", "interactive"] = Field(default="interactive", description="Triage through Message Batches "
                                                   "(batch) or direct calls, when the run or deployment does not say.")
-    agent: str = "base-analyzer"
-    dry_run: bool = False
-    analysis_concurrency: int = 4
-    max_iterations: int = 12
+    agent: str = Field(default="base-analyzer", description="The agent definition that investigates (--agent; "
+                                                          "nightwatch agents list).")
+    dry_run: bool = Field(default=False, description="Analyse and report, but send and file nothing (--dry-run).")
+    analysis_concurrency: int = Field(default=4, description="Slots of the nightwatch-investigations concurrency limit "
+                                                             "when NightWatch creates it.")
+    max_iterations: int = Field(default=12, description="Most model turns of an investigation, scaled down by the "
+                                                        "triage's complexity.")
     token_budget_per_error: int = Field(default=60_000, description="Per investigation, in input-equivalent tokens (cost / input price).")
     token_budget_per_run: int = Field(default=400_000, description="Per night, in input-equivalent tokens; past it, deep errors keep their triage verdict.")
 
     # Context management of investigations: each layer a switch (see nightwatch/agent/policy.py).
-    prompt_caching: bool = True
+    prompt_caching: bool = Field(default=True, description="Cache breakpoints on the system prompt, tools, research "
+                                                           "and the newest turn.")
     shared_cache_ttl: Literal["5m", "1h"] = Field(
         default="5m", description="TTL of the prefix the night's investigations share (tools, system prompt). 1h pays only "
                                   "when investigations sit more than five minutes apart (benchmarks/token_efficiency.py).")
@@ -147,7 +165,7 @@ class Settings(BaseSettings):
     context_editing: bool = Field(default=True, description="Server-side clear_tool_uses / clear_thinking edits.")
     clear_tool_uses_trigger: int | None = Field(default=None, ge=1, description="Tokens from which old tool results may be "
                                                 "cleared; default: 20% of the model's context window.")
-    clear_tool_uses_keep: int = Field(default=4, ge=0)
+    clear_tool_uses_keep: int = Field(default=4, ge=0, description="The newest tool uses a clearing keeps.")
     clear_tool_uses_at_least: int | None = Field(default=None, ge=0, description="Least tokens a clearing removes; default: "
                                                  "the break-even of each request (agent/break_even.py).")
     clear_thinking_keep: str = Field(default="all", pattern=r"^(all|\d+)$", description="Thinking turns kept: 'all' or a number.")
@@ -155,12 +173,15 @@ class Settings(BaseSettings):
     compaction_trigger: int | None = Field(default=None, ge=50_000, description="Tokens from which the history may be "
                                            "compacted (when it pays); default: 25% of the window, at least 50,000.")
     summary_model: str | None = Field(default=None, description="Model of NightWatch's own summaries; default: the investigation's.")
-    context_watcher: bool = True
+    context_watcher: bool = Field(default=True, description="The proactive watcher: keeps headroom by compacting the "
+                                                            "lowest priority x relevance x recency first.")
     context_budget_tokens: int | None = Field(default=None, ge=4_000, description="Working context of an investigation; "
                                               "default: 40% of the model's context window.")
     context_reserve_ratio: float = Field(default=0.15, ge=0.0, lt=1.0, description="Headroom the watcher keeps free.")
-    checkpoints: bool = True
-    cross_error_context: bool = True
+    checkpoints: bool = Field(default=True, description="A checkpoint per model turn under <home>/checkpoints; a retried "
+                                                        "task resumes from the last one.")
+    cross_error_context: bool = Field(default=True, description="Later investigations of a night see short notes on "
+                                                                "the errors analysed before them.")
     investigation_concurrency_limit: str = Field(default="nightwatch-investigations",
                                                  description="Prefect global concurrency limit over investigations "
                                                              "(created with analysis_concurrency slots if missing).")
@@ -183,7 +204,8 @@ class Settings(BaseSettings):
                                       "one stays in the issue with why.")
     test_setup: str | None = Field(default=None, description="Makes the application's test environment, once per set of "
                                    "lock files (e.g. `uv sync --frozen`); it may use the network, never NightWatch's "
-                                   "secrets. Default: from uv.lock or requirements*.txt.")
+                                   "secrets. Never guessed: unset, nightwatch check suggests one from uv.lock or "
+                                   "requirements*.txt.")
     test_command: str | None = Field(default=None, description="Runs the application's tests (e.g. `python -m pytest`); "
                                      "default: detected (pytest, manage.py test, unittest, rspec, rails test).")
     test_env: Path | None = Field(default=None, description="An existing virtual environment to run the tests with "
