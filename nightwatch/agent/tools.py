@@ -303,7 +303,10 @@ class ToolRunner:
 
     def _list_directory(self, path: str = "") -> ToolOutcome:
         entries, cached = self.cache.get(("list", path), lambda: self.cache.host.list_directory(path))
-        return ToolOutcome("\n".join(entries) or "(empty directory)", cached=cached)
+        shown = entries[:LIST_SHOWN]
+        more = (f"\n… {len(entries) - LIST_SHOWN:,} more entries of {len(entries):,}: list a subfolder, or find a file with "
+                "search_code and a path_glob") if len(entries) > LIST_SHOWN else ""
+        return ToolOutcome("\n".join(shown) + more or "(empty directory)", cached=cached)
 
     def _get_error_traces(self, frame: int | None = None, breadcrumbs: int | None = None) -> ToolOutcome:
         if frame is not None:
@@ -358,6 +361,7 @@ def render_traces(traces: TraceData, max_samples: int = 3, lean: bool = False) -
 
 
 BREADCRUMB_PAGE = 20
+LIST_SHOWN = 400  # entries of one folder a listing shows: a monorepo's folder of thousands says how many it left out
 
 
 def frame_details(traces: TraceData, index: int) -> str:

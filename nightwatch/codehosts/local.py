@@ -226,10 +226,17 @@ class LocalRepoHost:
     def search_code(
         self, query: str, path_glob: str | None = None, limit: int = 20, regex: bool = False
     ) -> list[SearchHit]:
-        """Case-insensitive substring (or regex) over tracked text files; skips secret files, binaries and files > 1 MB."""
+        """Case-insensitive substring (or regex) over tracked text files; skips secret files, binaries and files > 1 MB.
+
+        `git grep` first names the files that can match (in its own process, on every core, the GIL free for the
+        night's other investigations); only those are read here, in the same order and through the same guards (secret
+        files by name and content, symlinks, binaries, the size cap) as a walk of every file, so the hits are the
+        same. Where git cannot say (a query with letters outside ASCII, whose case folding git and Python do not
+        share; a regular expression PCRE refuses), every tracked file is walked."""
         matches = line_matcher(query, regex)
+        candidates = self._grep_candidates(query, regex)
         hits: list[SearchHit] = []
-        for rel, real in self._walk_files():
+        for rel, real in self._walk_files(candidates):
             if not glob_matches(rel, path_glob):
                 continue
             for number, line in self._text_lines(rel, real):
@@ -239,9 +246,38 @@ class LocalRepoHost:
                         return hits
         return hits
 
-    def _walk_files(self) -> Iterator[tuple[str, Path]]:
-        """Tracked files in os.walk order (a folder's files before its subfolders), secret files left out."""
-        for rel in sorted(self._tracked, key=_walk_key):
+    def _grep_candidates(self, query: str, regex: bool) -> frozenset[str] | None:
+        """The tracked files git grep finds the query in, and every tracked symlink (git greps a link's own text, the
+        walk reads its target); None where git's answer would not hold every file the walk would match."""
+        if not query.isascii():
+            return None
+        pattern = ["-P", "-e", query] if regex else ["-F", "-e", query]
+        try:
+            proc = subprocess.run(["git", "grep", "-l", "-z", "-i", "--no-color",
+                                   "--full-name", *pattern], cwd=self.root, capture_output=True, timeout=self.git_timeout * 4,
+                                  env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if proc.returncode not in (0, 1):  # 1: no file matches; anything else: git could not search
+            return None
+        found = {p for p in proc.stdout.decode("utf-8", errors="surrogateescape").split("\x00") if p}
+        return frozenset(found | self._symlinks)
+
+    @cached_property
+    def _symlinks(self) -> frozenset[str]:
+        """Tracked paths that are symbolic links (mode 120000 in the index)."""
+        out = run_git(self.root, "ls-files", "-s", "-z", timeout=self.git_timeout)
+        return frozenset(entry.split("\t", 1)[1] for entry in out.split("\x00") if entry.startswith("120000 "))
+
+    @cached_property
+    def _walk_order(self) -> list[str]:
+        """Tracked files in os.walk order (a folder's files before its subfolders), sorted once per host."""
+        return sorted(self._tracked, key=_walk_key)
+
+    def _walk_files(self, only: frozenset[str] | None = None) -> Iterator[tuple[str, Path]]:
+        """Tracked files (or those of `only`) in os.walk order, secret files left out."""
+        order = self._walk_order if only is None else sorted(only & self._tracked, key=_walk_key)
+        for rel in order:
             if any(part in SKIPPED_DIRS for part in rel.split("/")[:-1]) or secret_file_reason(rel):
                 continue
             full = self.root / rel
