@@ -9,9 +9,11 @@ export NIGHTWATCH_HOME ?= $(CURDIR)/.nightwatch
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
+export NO_MKDOCS_2_WARNING := 1
 UI_PORT ?= 4200
+DOCS_PORT ?= 8000
 
-.PHONY: setup bugsink run test test-fast test-calendar ui deploy screenshots benchmark lint clean
+.PHONY: setup bugsink run test test-fast test-calendar ui deploy screenshots benchmark lint docs docs-build clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -65,11 +67,18 @@ lint: setup ## ruff over the project
 deploy: setup ## on the Prefect server PREFECT_API_URL names: the work pool, every deployment, how to start a worker
 	bash scripts/deploy.sh
 
-screenshots: setup ## the README's pictures: a served offline night's run page, logs and report (needs Chromium)
+screenshots: setup ## the documentation's pictures: a served offline night's run page, logs and report (needs Chromium)
 	bash scripts/ui_screenshot.sh docs/images
+
+# The documentation site (mkdocs.yml, docs/). make test builds it with --strict too (tests/test_docs.py), so CI does.
+docs: setup ## serve the documentation site on 127.0.0.1:$(DOCS_PORT), rebuilt as its pages change
+	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+docs-build: setup ## build the documentation site into site/ with --strict: a broken link or a missing page fails
+	$(VENV)/bin/mkdocs build --strict
 
 benchmark: setup ## the demo night, cold and warm
 	$(VENV)/bin/python benchmarks/run_demo.py
 
 clean: ## remove the environment and everything runs wrote
-	rm -rf $(VENV) .tools .nightwatch
+	rm -rf $(VENV) .tools .nightwatch site

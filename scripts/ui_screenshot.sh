@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's pictures, taken as a person would see them: a local Prefect server serving the deployments
+# The documentation's pictures (docs/images), taken as a person would see them: a local Prefect server serving the deployments
 # (what `make ui` runs), one offline night of `manual` run through the API, then headless Chromium on the
 # night's run page, its Logs tab and its report artifact.
 #
