@@ -213,7 +213,9 @@ class LocalRepoHost:
         entries = []
         for child in sorted(real.iterdir(), key=lambda p: p.name):
             child_rel = f"{rel}/{child.name}" if rel else child.name
-            child_real = self._real_rel(child.resolve())
+            # `real` is resolved: only a link among its entries leads elsewhere (resolving each of thousands is slow)
+            child_real = self._real_rel(child.resolve()) if child.is_symlink() else (
+                f"{real_rel}/{child.name}" if real_rel else child.name)
             if child.name == ".git" or child_real is None or secret_file_reason(child_rel) or secret_file_reason(child_real):
                 continue
             if child.is_dir() and child_real in tracked_dirs:
