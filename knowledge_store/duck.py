@@ -1,4 +1,4 @@
-"""DuckDB views over the Parquet metrics, for analysts and for the README's example queries.
+"""DuckDB views over the Parquet metrics, for analysts and for the example queries of docs/analysts.md.
 
 `<home>/nightwatch.duckdb` holds only views: Parquet stays the system of record. Each table view reads
 `<home>/metrics/<table>/month=*/*.parquet` (knowledge_store/layout.py) with hive partitioning on `month`,

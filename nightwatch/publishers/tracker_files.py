@@ -1,6 +1,6 @@
 """The offline tracker's index files (`tracker/index.json`, `tracker/pulls/index.json`), read and checked.
 
-People edit these files by hand to try outcomes (README: "Trying outcomes by hand"), so every entry is checked when
+People edit these files by hand to try outcomes (docs/knowledge.md: "Trying outcomes by hand"), so every entry is checked when
 it is read: a wrong or missing field is one CodeHostError naming the file, the entry and the field, never a KeyError
 three steps later.
 """
