@@ -1,6 +1,6 @@
 """The code tools on a monorepo, against git's own commands on the same tree.
 
-    python benchmarks/monorepo.py [--sizes 1000,10000,50000] [--commits 100000] [--repeats 7] [--json]
+    python benchmarks/monorepo.py [--sizes 1000,10000,50000] [--commits 100000] [--repeats 7] [--night] [--json]
 
 Builds a synthetic monorepo from trees the project already has: copies of CTFd's and Healthchecks' real trees
 (evals/trees/*.bundle, at an eval case's commit) in folders `svc000/`, `svc001/`, ... until the size is reached, a
@@ -18,6 +18,10 @@ that touched it). Then, per size, each tool's p50/p95 over `--repeats` runs besi
 | the trace-path map (PathMap.of_host) | `git ls-files` |
 | blame of 5 lines of the hot file | `git blame -w -L` over them |
 The ratio printed is NightWatch's p50 to git's p50, measured side by side in one run.
+
+`--night` also runs a whole offline night at each size: the Python demo's application sits at the monorepo's root
+among the copies, its errors are the demo's, its fixes are verified in the sandbox (with NightWatch's own environment,
+as the demo's are), and the offline model answers in milliseconds, so the night's wall time is its non-model time.
 """
 
 from __future__ import annotations
@@ -63,9 +67,10 @@ def source_trees(work: Path) -> list[Path]:
 
 
 def build(work: Path, size: int, sources: list[Path], commits: int) -> Path:
-    """A repository of about `size` tracked files and `commits` commits after its first."""
+    """A repository of about `size` tracked files and `commits` commits after its first, the Python demo's application
+    at its root."""
     repo = work / f"mono-{size}"
-    repo.mkdir()
+    shutil.copytree(ROOT / "nightwatch" / "demo_python" / "app", repo, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3"))
     files = [(src, rel) for src in sources for rel in git(src, "ls-files", "-z").decode().split("\0") if rel]
     generated = min(5_000, size // 5)
     (repo / "generated").mkdir()
@@ -73,7 +78,7 @@ def build(work: Path, size: int, sources: list[Path], commits: int) -> Path:
         (repo / "generated" / f"mod_{i:05d}.py").write_text(f"VALUE_{i} = {i}\n\n\ndef f_{i}(x):\n    return x + {i}\n")
     (repo / "data").mkdir()
     (repo / "data" / "big.txt").write_text("".join(f"line {i}: {'x' * 40}\n" for i in range(20_000)))  # ~1 MB
-    copies, count = 0, generated + 1
+    copies, count = 0, generated + 1 + len(list(repo.rglob("*.py")))
     while count < size:
         for src, rel in files:
             if count >= size:
@@ -170,11 +175,30 @@ def measure(repo: Path, repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def night(repo: Path, work: Path) -> dict[str, object]:
+    """An offline night of the Python demo's errors on the monorepo; its wall time and what it verified."""
+    home = work / f"home-{repo.name}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_",
+                                                                     "SLACK_", "SENTRY_", "PREFECT_API"))}
+    env |= {"NIGHTWATCH_HOME": str(home), "NIGHTWATCH_DEMO": "python", "NIGHTWATCH_CODE_PATH": str(repo),
+            "NIGHTWATCH_TEST_ENV": sys.prefix}
+    started = time.perf_counter()
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "nightwatch"), "run", "--output", "json", "--until", "2026-11-26T06:00"],
+                          env=env, capture_output=True, text=True, timeout=3600)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"the night failed ({done.returncode}): {done.stderr[-2000:]}")
+    report = json.loads(done.stdout)
+    verified = sum(1 for r in report["results"] if (r.get("verification") or {}).get("status") == "verified")
+    return {"seconds": round(seconds, 1), "analysed": sum(1 for r in report["results"] if r.get("analysis")), "verified": verified}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--commits", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--night", action="store_true", help="also run a whole offline night at each size")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nightwatch-monorepo-"))
@@ -187,11 +211,16 @@ def main() -> int:
             built = time.perf_counter() - started
             tracked = len(git(repo, "ls-files", "-z").split(b"\0")) - 1
             results[size] = {"files": tracked, "built_s": round(built, 1), "tools": measure(repo, args.repeats)}
+            if args.night:
+                results[size]["night"] = night(repo, work)
             shutil.rmtree(repo)
             if not args.json:
                 print(f"\n{tracked:,} files, {args.commits:,} commits (built in {built:.0f} s); p50/p95 s, git's p50/p95, ratio of p50s")
                 for name, r in results[size]["tools"].items():
                     print(f"  {name:<24} {r['p50']:>8.3f} {r['p95']:>8.3f}   git {r['git_p50']:>8.3f} {r['git_p95']:>8.3f}   {r['ratio']:>6.2f}x")
+                if args.night:
+                    n = results[size]["night"]
+                    print(f"  a whole offline night: {n['seconds']} s, {n['analysed']} analysed, {n['verified']} fixes verified")
         if args.json:
             print(json.dumps(results, indent=2))
     finally:

@@ -148,7 +148,8 @@ class Runtime:
 
     def close(self) -> None:
         """Close every client that holds a connection; one that fails to close does not stop the others."""
-        for client in (self.source, self.host, self.model_client, self.issues, self.pulls):
+        verifier = self.__dict__.get("verifier")  # made only where a night verified fixes: its tree goes with it
+        for client in (self.source, self.host, self.model_client, self.issues, self.pulls, verifier):
             close = getattr(client, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):

@@ -123,3 +123,32 @@ def test_failed_tests_and_related_tests_are_read_as_the_runners_print_them():
                                  "hc.api.tests.test_ping.PingTestCase.test_it_works"}
     assert related_tests(FILES, ["bookshop/pricing.py"], APP) == ["tests/test_pricing.py"]  # imports it
     assert set(related_tests(FILES, ["bookshop/app.py"], APP)) == {"tests/test_api.py", "tests/test_pricing.py"}  # conftest
+
+
+def test_the_night_copies_the_checkout_once_and_each_run_lays_only_its_own_files_over_it(tmp_path):
+    """A monorepo's tree is copied (and checked for secrets) once a night, not per run: every run reads the night's
+    copy, and its test and fix reach only its own tmpfs; closing the verifier removes the copy."""
+    v = verifier(tmp_path)
+    guarded = FileChange(path="bookshop/app.py", before=CRASH_LINE, after=GUARD)
+    first = v.verify(analysis(guarded), CRASH)
+    trees = sorted((tmp_path / "sandbox").glob("night-tree-*"))
+    second = v.verify(analysis(FileChange(path="bookshop/app.py", before=CRASH_LINE, after=CRASH_LINE + "  # no")), CRASH)
+    assert first.status == "verified" and second.status == "reproduced, not fixed", (first, second)
+    assert len(trees) == 1 and sorted((tmp_path / "sandbox").glob("night-tree-*")) == trees
+    assert CRASH_LINE in (trees[0] / "bookshop" / "app.py").read_text()  # no run's fix ever reached the night's copy
+    assert not list((tmp_path / "sandbox").glob("nightwatch-overlay-*"))
+    v.close()
+    assert not trees[0].exists()
+
+
+def test_a_runs_file_replaces_a_link_of_the_tree_instead_of_writing_through_it(tmp_path):
+    app = tmp_path / "app"
+    shutil.copytree(APP, app, ignore=shutil.ignore_patterns("__pycache__"))
+    (app / "tests" / "test_linked.py").symlink_to("../bookshop/app.py")
+    files = [*FILES, "tests/test_linked.py"]
+    test = RegressionTest(path="tests/test_linked.py", content=(
+        "import pathlib\n\ndef test_the_link_was_replaced():\n"
+        "    assert 'author_debut' in pathlib.Path('bookshop/app.py').read_text()\n"
+        "    assert not pathlib.Path('tests/test_linked.py').is_symlink()\n"))
+    run, _ = Verifier(app, files, tmp_path / "home", TestSettings(env_path=Path(sys.prefix))).run_test(test)
+    assert run.outcome == "passed", run.output

@@ -111,14 +111,15 @@ def unavailable_reason() -> str | None:
 
 def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
         limits: Limits = Limits(), network: bool = False, writable: list[Path] = (),  # type: ignore[assignment]
-        secrets: list[str] = ()) -> SandboxRun:  # type: ignore[assignment]
-    """Run `command` in /work, a private copy of `tree`. `mounts`: folders visible read-only at their own paths (a
-    test environment, its interpreter); `writable`: folders visible read-write at their own paths (only the test
+        secrets: list[str] = (), overlay: Path | None = None) -> SandboxRun:  # type: ignore[assignment]
+    """Run `command` in /work, a private copy of `tree` with the files of `overlay` (a folder of the files a run adds
+    or changes) copied over it, each replacing what was there. `mounts`: folders visible read-only at their own paths
+    (a test environment, its interpreter); `writable`: folders visible read-write at their own paths (only the test
     environment while it is made). `secrets`: literal values to redact from the output besides the usual rules."""
     reason = unavailable_reason()
     if reason:
         return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, not_run=reason, limits=limits)
-    argv = _argv(command, tree, list(mounts), list(writable), env or {}, limits, network)
+    argv = _argv(command, tree, list(mounts), list(writable), env or {}, limits, network, overlay)
     group, why = cgroup.make(group_memory_mb(limits) * _MIB, limits.processes + _SANDBOX_PROCESSES)
     try:
         run = _run(command, group.enter(argv) if group else argv, limits, secrets)
@@ -180,7 +181,7 @@ def scrub(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
 
 
 def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Path], env: dict[str, str],
-          limits: Limits, network: bool) -> list[str]:
+          limits: Limits, network: bool, overlay: Path | None = None) -> list[str]:
     root = os.geteuid() == 0
     processes = limits.processes + (0 if root else _processes_of(os.getuid()))
     argv = ["prlimit", f"--cpu={limits.cpu_s}", f"--as={limits.memory_mb * _MIB}", f"--fsize={limits.file_mb * _MIB}",
@@ -191,6 +192,7 @@ def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Pat
                                 "--perms", "1777", "--size", str(limits.tmp_mb * _MIB), "--tmpfs", "/tmp",
                                 "--perms", "1777", "--size", str(limits.work_mb * _MIB), "--tmpfs", WORK,
                                 "--ro-bind", str(tree), "/src"]
+    argv += ["--ro-bind", str(overlay), "/overlay"] if overlay is not None else []
     argv += _binds(mounts, writable)
     base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp/home", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "CI": "true"}
@@ -202,8 +204,10 @@ def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Pat
         uid = SANDBOX_UID if writable else _free_uid()
         argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
-    # The tree is copied into the tmpfs (no .git: a test has no business with history), then the command runs.
-    return argv + ["/bin/sh", "-c", 'mkdir -p /tmp/home && cp -R /src/. /work/ && exec "$@"', "sandbox", *command]
+    # The tree is copied into the tmpfs (no .git: a test has no business with history), the run's own files over it
+    # (each replacing a file or link of that name, never written through one), then the command runs.
+    copy = "cp -R /src/. /work/" + (" && cp -R --remove-destination /overlay/. /work/" if overlay is not None else "")
+    return argv + ["/bin/sh", "-c", f'mkdir -p /tmp/home && {copy} && exec "$@"', "sandbox", *command]
 
 
 def _system(network: bool) -> list[str]:

@@ -26,7 +26,19 @@ def disposable_tree(base: Path, files: Iterable[str], overlay: dict[str, str] | 
                     parent: Path | None = None) -> Iterator[Path]:
     """A temporary copy of `files` (paths relative to `base`, as git tracks them) with `overlay` written over it;
     removed on exit."""
-    tmp = Path(tempfile.mkdtemp(prefix="nightwatch-tree-", dir=parent))
+    tmp = make_tree(base, files, parent)
+    try:
+        _write_overlay(tmp, overlay or {})
+        open_up(tmp)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def make_tree(base: Path, files: Iterable[str], parent: Path | None = None, prefix: str = "nightwatch-tree-") -> Path:
+    """A copy of `files` (paths relative to `base`, as git tracks them) that a sandbox may read: no secret file by name
+    or content, no link that leads outside it. The caller removes it."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
         os.chmod(tmp, 0o755)  # the sandbox's unprivileged uid reads it
         for rel in files:
@@ -42,7 +54,33 @@ def disposable_tree(base: Path, files: Iterable[str], overlay: dict[str, str] | 
                 target.write_bytes(data)
                 os.chmod(target, 0o755 if os.access(source, os.X_OK) else 0o644)
         _drop_escaping_links(tmp)
-        _write_overlay(tmp, overlay or {})
+        open_up(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+@contextmanager
+def overlay_files(tree: Path, overlay: dict[str, str], parent: Path | None = None) -> Iterator[Path | None]:
+    """A folder of the files a run writes over `tree` (a regression test, a fix), each checked as `disposable_tree`
+    checks it: inside the repository, through no link of the tree that leads out, never onto a folder. None when the
+    run adds nothing; removed on exit."""
+    if not overlay:
+        yield None
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="nightwatch-overlay-", dir=parent))
+    try:
+        base = tree.resolve()
+        for rel in overlay:
+            inside = tree / _inside(rel)
+            if inside.is_dir() and not inside.is_symlink():
+                raise TreeError(f"{rel!r} cannot be written in the tree: it is a folder")
+            if any(folder.exists() and not folder.is_dir() for folder in inside.parents if folder.is_relative_to(tree)):
+                raise TreeError(f"{rel!r} cannot be written in the tree: a file is where a folder must be")
+            if not inside.parent.resolve().is_relative_to(base):
+                raise TreeError(f"{rel!r} leads out of the repository through a link")
+        _write_overlay(tmp, overlay)
         open_up(tmp)
         yield tmp
     finally:
@@ -68,6 +106,24 @@ def commit_tree(repo: Path, commit: str, overlay: dict[str, str] | None = None, 
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sweep_trees(folder: Path) -> None:
+    """Night trees a process that has ended left behind (`night-tree-<pid>-*`): a crashed night's copy of a checkout."""
+    for stale in folder.glob("night-tree-*-*"):
+        pid = stale.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _inside(rel: str) -> str:

@@ -11,8 +11,10 @@ The tree is the code host's tracked files (never its secret files), so a verific
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,7 +35,7 @@ from nightwatch.verify.testenv import (
     setup_command,
     test_command,
 )
-from nightwatch.verify.tree import TreeError, disposable_tree
+from nightwatch.verify.tree import TreeError, make_tree, overlay_files, sweep_trees
 
 MAX_FIXED_FILE_BYTES = 2_000_000  # a source file a fix edits; past this it is data, not code
 MODEL_OUTPUT_CHARS = 4_000  # of a run's output, what the model reads (the end, where the runner reports)
@@ -70,6 +72,7 @@ class Verifier:
         self.enabled = config.enabled
         self._env: TestEnvironment | None = None
         self._lock = threading.Lock()
+        self._tree: Path | None = None  # the night's copy of the checkout, made once, every run's base
 
     @cached_property
     def files(self) -> list[str]:
@@ -206,12 +209,31 @@ class Verifier:
         if not env.ready:  # its output is why: the set-up's failing lines
             return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {env.detail}", output=env.output)
         try:
-            with disposable_tree(self.root, self.files, overlay, parent=self._scratch()) as tree:  # type: ignore[arg-type]
+            tree = self.night_tree()
+            with overlay_files(tree, overlay, parent=self._scratch()) as files:
                 run = sandbox.run(argv, tree, mounts=env.mounts, env=env.variables, limits=self.limits,
-                                  secrets=self.secrets)
+                                  secrets=self.secrets, overlay=files)
         except TreeError as exc:
             return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {exc}")
         return VerificationRun(label=label, command=shlex.join(argv), outcome=run.outcome, seconds=run.seconds, output=run.output)
+
+    def night_tree(self) -> Path:
+        """The checkout's tracked files as a run may see them (no secret file, no link out), copied once a night: every
+        run reads it and copies it into its own tmpfs, its test and fix laid over it (a monorepo's tree is copied and
+        checked for secrets once, not once per run)."""
+        with self._lock:
+            if self._tree is None or not self._tree.is_dir():
+                sweep_trees(self._scratch())
+                self._tree = make_tree(self.root, self.files, parent=self._scratch(),  # type: ignore[arg-type]
+                                       prefix=f"night-tree-{os.getpid()}-")
+            return self._tree
+
+    def close(self) -> None:
+        """Remove the night's tree (a later run makes it again)."""
+        with self._lock:
+            if self._tree is not None:
+                shutil.rmtree(self._tree, ignore_errors=True)
+                self._tree = None
 
     def _scratch(self) -> Path:
         folder = self.home / "sandbox"
