@@ -71,7 +71,8 @@ def build(work: Path, size: int, sources: list[Path], commits: int) -> Path:
     at its root."""
     repo = work / f"mono-{size}"
     shutil.copytree(ROOT / "nightwatch" / "demo_python" / "app", repo, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3"))
-    files = [(src, rel) for src in sources for rel in git(src, "ls-files", "-z").decode().split("\0") if rel]
+    files = [(src, rel) for src in sources for rel in git(src, "ls-files", "-z").decode().split("\0")
+             if rel and not rel.endswith(".gitignore")]  # a copied .gitignore would hide later copies from git
     generated = min(5_000, size // 5)
     (repo / "generated").mkdir()
     for i in range(generated):

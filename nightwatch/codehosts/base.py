@@ -14,6 +14,7 @@ import functools
 import hashlib
 import posixpath
 import re
+import threading
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -151,10 +152,25 @@ def secret_file_reason(path: str) -> str | None:
 
 
 def secret_text_reason(text: str) -> str | None:
-    """Why a file's text is itself a secret: key material anywhere, or a small file of mostly credentials."""
-    if len(text) > CONTENT_CHECK_BYTES:
-        return "it holds private key material" if has_private_key(text) else None
-    return secret_content_reason(text)
+    """Why a file's text is itself a secret: key material anywhere, or a small file of mostly credentials. The verdict
+    is a function of the text alone, so it is kept by the text's digest: a monorepo's copies of one file, and the same
+    file met again by a search, a listing and the night's tree, are judged once."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _VERDICTS_LOCK:
+        if key in _VERDICTS:
+            return _VERDICTS[key]
+    verdict = ("it holds private key material" if has_private_key(text) else None) if len(text) > CONTENT_CHECK_BYTES \
+        else secret_content_reason(text)
+    with _VERDICTS_LOCK:
+        if len(_VERDICTS) >= _MAX_VERDICTS:
+            _VERDICTS.clear()
+        _VERDICTS[key] = verdict
+    return verdict
+
+
+_VERDICTS: dict[bytes, str | None] = {}
+_VERDICTS_LOCK = threading.Lock()
+_MAX_VERDICTS = 200_000
 
 
 def withheld(path: str, reason: str) -> CodeHostError:
