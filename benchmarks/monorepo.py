@@ -79,7 +79,7 @@ def build(work: Path, size: int, sources: list[Path], commits: int) -> Path:
         (repo / "generated" / f"mod_{i:05d}.py").write_text(f"VALUE_{i} = {i}\n\n\ndef f_{i}(x):\n    return x + {i}\n")
     (repo / "data").mkdir()
     (repo / "data" / "big.txt").write_text("".join(f"line {i}: {'x' * 40}\n" for i in range(20_000)))  # ~1 MB
-    copies, count = 0, generated + 1 + len(list(repo.rglob("*.py")))
+    copies, count = 0, sum(1 for f in repo.rglob("*") if f.is_file())
     while count < size:
         for src, rel in files:
             if count >= size:
