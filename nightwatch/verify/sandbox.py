@@ -109,17 +109,27 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def run(command: list[str], tree: Path, *, mounts: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
+@dataclass(frozen=True)
+class Layered:
+    """A tree a run copies, and a folder of the files the run adds or changes, copied over it (each replacing what was
+    there): the night's copy of the checkout shared by every run, and one run's test and fix."""
+
+    tree: Path
+    overlay: Path | None = None
+
+
+def run(command: list[str], tree: Path | Layered, *, mounts: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
         limits: Limits = Limits(), network: bool = False, writable: list[Path] = (),  # type: ignore[assignment]
-        secrets: list[str] = (), overlay: Path | None = None) -> SandboxRun:  # type: ignore[assignment]
-    """Run `command` in /work, a private copy of `tree` with the files of `overlay` (a folder of the files a run adds
-    or changes) copied over it, each replacing what was there. `mounts`: folders visible read-only at their own paths
-    (a test environment, its interpreter); `writable`: folders visible read-write at their own paths (only the test
-    environment while it is made). `secrets`: literal values to redact from the output besides the usual rules."""
+        secrets: list[str] = ()) -> SandboxRun:  # type: ignore[assignment]
+    """Run `command` in /work, a private copy of `tree` (with its overlay over it, for a Layered tree). `mounts`: folders
+    visible read-only at their own paths (a test environment, its interpreter); `writable`: folders visible read-write
+    at their own paths (only the test environment while it is made). `secrets`: literal values to redact from the
+    output besides the usual rules."""
     reason = unavailable_reason()
     if reason:
         return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, not_run=reason, limits=limits)
-    argv = _argv(command, tree, list(mounts), list(writable), env or {}, limits, network, overlay)
+    layered = tree if isinstance(tree, Layered) else Layered(tree)
+    argv = _argv(command, layered, list(mounts), list(writable), env or {}, limits, network)
     group, why = cgroup.make(group_memory_mb(limits) * _MIB, limits.processes + _SANDBOX_PROCESSES)
     try:
         run = _run(command, group.enter(argv) if group else argv, limits, secrets)
@@ -180,8 +190,9 @@ def scrub(text: str, secrets: list[str] | tuple[str, ...] = ()) -> str:
     return redact(text.replace("\x00", ""))
 
 
-def _argv(command: list[str], tree: Path, mounts: list[Path], writable: list[Path], env: dict[str, str],
-          limits: Limits, network: bool, overlay: Path | None = None) -> list[str]:
+def _argv(command: list[str], layered: Layered, mounts: list[Path], writable: list[Path], env: dict[str, str],
+          limits: Limits, network: bool) -> list[str]:
+    tree, overlay = layered.tree, layered.overlay
     root = os.geteuid() == 0
     processes = limits.processes + (0 if root else _processes_of(os.getuid()))
     argv = ["prlimit", f"--cpu={limits.cpu_s}", f"--as={limits.memory_mb * _MIB}", f"--fsize={limits.file_mb * _MIB}",

@@ -211,8 +211,8 @@ class Verifier:
         try:
             tree = self.night_tree()
             with overlay_files(tree, overlay, parent=self._scratch()) as files:
-                run = sandbox.run(argv, tree, mounts=env.mounts, env=env.variables, limits=self.limits,
-                                  secrets=self.secrets, overlay=files)
+                run = sandbox.run(argv, sandbox.Layered(tree, files), mounts=env.mounts, env=env.variables,
+                                  limits=self.limits, secrets=self.secrets)
         except TreeError as exc:
             return VerificationRun(label=label, command=shlex.join(argv), outcome=f"not run: {exc}")
         return VerificationRun(label=label, command=shlex.join(argv), outcome=run.outcome, seconds=run.seconds, output=run.output)
