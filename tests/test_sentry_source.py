@@ -140,6 +140,16 @@ def test_a_refusal_is_one_clear_error_that_names_it(reply: Reply, kind: str, wor
     assert caught.value.kind == kind and words in str(caught.value) and FAKE_TOKEN not in str(caught.value)
 
 
+def test_a_page_that_fails_after_the_first_keeps_what_was_read_and_says_so() -> None:
+    events = [e for n in CAPTURES if n.endswith("sdk2") for e in events_of(n)]
+    window = Window(start=datetime(2000, 1, 1, tzinfo=timezone.utc), end=max(map(moment, events)) + timedelta(hours=1))
+    with FakeSentry(events, page_size=2) as fake:
+        fake.later_pages = [Reply(200, raw=b"<html>upstream timed out</html>")]
+        batch = source_for(fake).fetch_errors(window)
+    assert len(batch.errors) == 2 and batch.rows_seen == 2
+    assert any("stopped after 2 issue(s)" in w and "not JSON" in w for w in batch.warnings), batch.warnings
+
+
 def test_429_waits_for_retry_after_and_5xx_is_retried_then_fails_loudly() -> None:
     events = events_of("flask-sdk2")
     path = f"/api/0/organizations/{ORG}/issues/"

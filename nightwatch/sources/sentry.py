@@ -21,6 +21,8 @@ per selected error and one for the project's name.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urljoin
@@ -103,6 +105,19 @@ def _next_page(response: httpx.Response, body: Any) -> str | None:
     return link.get("url") if link.get("url") and link.get("results", "true") == "true" else None
 
 
+@contextmanager
+def kept_so_far(batch: ErrorBatch) -> Iterator[None]:
+    """A list that fails after its first page (a malformed page, a tracker gone busy) keeps what was read, with a
+    warning the report shows; one that fails at once is the night's failure, as before."""
+    try:
+        yield
+    except SourceError as exc:
+        if batch.rows_seen == 0:
+            raise
+        batch.warnings.append(f"the issues list stopped after {batch.rows_seen} issue(s): {exc}; the night goes on with "
+                              f"the {len(batch.errors)} error(s) read")
+
+
 def iso(moment_: datetime) -> str:
     return moment_.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
@@ -148,13 +163,14 @@ class SentrySource:
     def fetch_errors(self, window: Window, limit: int = 200) -> ErrorBatch:
         params = {"project": self.project, "query": self.query, "sort": "freq", "limit": 100} | self._window(window)
         batch = ErrorBatch()
-        for index, issue in enumerate(self.api.pages(f"api/0/organizations/{self.org}/issues/", params, "issues list")):
-            batch.rows_seen += 1
-            group = sentry_group(issue, self.project)
-            if group is None:
-                batch.warnings.append(f"skipped issue {index} of the issues list: it has no id")
-            elif len(batch.errors) < limit:
-                batch.errors.append(group)
+        with kept_so_far(batch):
+            for index, issue in enumerate(self.api.pages(f"api/0/organizations/{self.org}/issues/", params, "issues list")):
+                batch.rows_seen += 1
+                group = sentry_group(issue, self.project)
+                if group is None:
+                    batch.warnings.append(f"skipped issue {index} of the issues list: it has no id")
+                elif len(batch.errors) < limit:
+                    batch.errors.append(group)
         return batch
 
     def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
@@ -227,14 +243,15 @@ class BugsinkSource:
         params = {"project": self.project, "sort": "last_seen", "order": "desc", "state": self.state}
         params |= {"q": self.search} if self.search else {}
         batch = ErrorBatch()
-        for issue in self.api.pages("api/canonical/0/issues/", params, "issues list"):
-            batch.rows_seen += 1
-            last = _time(issue.get("last_seen")) if isinstance(issue, dict) else None
-            if last is not None and last < window.start:
-                break  # by receipt, newest first: every issue after this one was last seen before the window
-            group = self._group(issue, window) if isinstance(issue, dict) and issue.get("id") else None
-            if group is not None:
-                batch.errors.append(group)
+        with kept_so_far(batch):
+            for issue in self.api.pages("api/canonical/0/issues/", params, "issues list"):
+                batch.rows_seen += 1
+                last = _time(issue.get("last_seen")) if isinstance(issue, dict) else None
+                if last is not None and last < window.start:
+                    break  # by receipt, newest first: every issue after this one was last seen before the window
+                group = self._group(issue, window) if isinstance(issue, dict) and issue.get("id") else None
+                if group is not None:
+                    batch.errors.append(group)
         batch.errors.sort(key=lambda g: (-g.occurrences, g.fingerprint))
         return ErrorBatch(errors=batch.errors[:limit], warnings=batch.warnings, rows_seen=batch.rows_seen)
 

@@ -153,6 +153,7 @@ class FakeSentry:
         self.events = list(events)
         self.violations: list[str] = []
         self.issue_state: dict[str, str] = {}  # issue id -> status ("unresolved" unless a test says otherwise)
+        self.later_pages: list[Reply] = []  # faults for the requests of a list's second page and after, in turn
         keys = [group_key(e) for e in self.events]
         self._ids = {key: str(9000 + i) for i, key in enumerate(dict.fromkeys(keys))}
         self._issue_of = [self._ids[k] for k in keys]  # each event's issue, in the order of `events`
@@ -267,6 +268,8 @@ class FakeSentry:
     def _page(self, request: Request, name: str, items: list[dict[str, Any]], size: int) -> Reply:
         """One page and Sentry's Link header: `<url>; rel="next"; results="true"; cursor="0:100:0"`."""
         offset = self._offset(request)
+        if offset and self.later_pages:
+            return self.later_pages.pop(0)
         page, more = items[offset: offset + size], offset + size < len(items)
         query = {k: v[-1] for k, v in request.query.items() if k != "cursor"}
 
