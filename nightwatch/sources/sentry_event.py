@@ -274,15 +274,19 @@ def _tags(event: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _query_pairs(value: Any) -> list[tuple[Any, Any]]:
+    """A request's query as (name, value) pairs, whichever way the SDK or the API wrote it: a string (decoded), an
+    object, a list of pairs."""
+    if isinstance(value, str):
+        return parse_qsl(value[:4_000], keep_blank_values=True)
+    if isinstance(value, dict):
+        return list(value.items())
+    return [(p[0], p[1]) for p in value if isinstance(p, (list, tuple)) and len(p) == 2] if isinstance(value, list) else []
+
+
 def _query(value: Any) -> str:
     """The query string, decoded, each secret-named parameter's value redacted (`token=[REDACTED]`)."""
-    if isinstance(value, str):
-        pairs: list[Any] = parse_qsl(value[:4_000], keep_blank_values=True)
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-    else:
-        pairs = [p for p in value or [] if isinstance(p, (list, tuple)) and len(p) == 2] if isinstance(value, list) else []
-    shown = [f"{name}={REDACTED if key_strength(str(name)) else v}" for name, v in pairs[:50]]
+    shown = [f"{name}={REDACTED if key_strength(str(name)) else v}" for name, v in _query_pairs(value)[:50]]
     return text("&".join(shown), 500)
 
 
@@ -306,13 +310,13 @@ def _short(value: Any, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def request_of(event: dict[str, Any]) -> RequestFacts | None:
-    """The failing request's shape: method, path, route, the names of its query and body fields, the status."""
+def request_of(event: dict[str, Any], attrs: dict[str, Any]) -> RequestFacts | None:
+    """The failing request's shape: method, path, route, the names of its query and body fields, the status (`attrs`:
+    the event's attributes, already made)."""
     request = event.get("request") if isinstance(event.get("request"), dict) else None
     if request is None:
         return None
-    attrs = attributes(event)
-    query = [p.split("=", 1)[0] for p in attrs.get("request.query", "").split("&") if p]
+    query = [str(name) for name, _ in _query_pairs(request.get("query_string"))]
     body = request.get("data")
     if isinstance(body, str):
         try:
@@ -336,13 +340,13 @@ def message_of(event: dict[str, Any]) -> str:
 def trace_of(fingerprint: str, events: list[Any], trace_char_limit: int = 20_000) -> TraceData:
     """TraceData of one error from its recent events (any order, either shape): every occurrence's attributes, newest
     first; the newest event's frames, its chain and its traceback."""
-    canonical_events = sorted((canonical(e) for e in events), key=lambda e: -(moment(e) or _EPOCH).timestamp())
-    canonical_events = [e for e in canonical_events if e]
+    canonical_events = sorted((c for c in map(canonical, events) if c), key=lambda e: -(moment(e) or _EPOCH).timestamp())
     data = TraceData(fingerprint=fingerprint, transaction_errors=[attributes(e) for e in canonical_events])
     newest = next((e for e in canonical_events if exceptions_of(e)), None)
     if canonical_events:
         latest = newest or canonical_events[0]
-        data.breadcrumbs, data.request = breadcrumbs_of(latest), request_of(latest)
+        attrs = data.transaction_errors[canonical_events.index(latest)]
+        data.breadcrumbs, data.request = breadcrumbs_of(latest), request_of(latest, attrs)
     if newest is None:
         data.notes.append("no stack trace in the events" if canonical_events else "no events found")
         return data
