@@ -58,18 +58,23 @@ class SentryEventsFileSource:
         self.exported_at = hour_after(max(times))
         self.shift = (rebase_to - self.exported_at) if rebase_to else timedelta(0)
         self.app_name = text(self.events[0].get("server_name") or self.path.stem, 200)
+        self._grouped: dict[tuple[datetime, datetime], dict[str, list[dict[str, Any]]]] = {}  # a window -> its events by issue
 
     def _when(self, event: dict[str, Any]) -> datetime | None:
         at = moment(event)
         return at + self.shift if at else None
 
     def _issues(self, window: Window) -> dict[str, list[dict[str, Any]]]:
-        issues: dict[str, list[dict[str, Any]]] = {}
-        for event in sorted(self.events, key=lambda e: -(self._when(e) or window.start).timestamp()):
-            at = self._when(event)
-            if at is not None and window.start <= at < window.end:
-                issues.setdefault(group_key(event), []).append(event)
-        return issues
+        """The window's events by issue, newest first; grouped once a window (every selected error's traces ask)."""
+        key = (window.start, window.end)
+        if key not in self._grouped:
+            issues: dict[str, list[dict[str, Any]]] = {}
+            for event in sorted(self.events, key=lambda e: -(self._when(e) or window.start).timestamp()):
+                at = self._when(event)
+                if at is not None and window.start <= at < window.end:
+                    issues.setdefault(group_key(event), []).append(event)
+            self._grouped[key] = issues
+        return self._grouped[key]
 
     def fetch_errors(self, window: Window, limit: int = 200) -> ErrorBatch:
         groups = [self._group(key, events) for key, events in self._issues(window).items()]
@@ -91,7 +96,7 @@ class SentryEventsFileSource:
 
     def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
         events = self._issues(window).get(error.issue_id, [])[: self.events_per_issue]
-        moved = [{**e, "timestamp": self._when(e).timestamp()} if self._when(e) else e for e in events]  # type: ignore[union-attr]
+        moved = [{**e, "timestamp": at.timestamp()} if (at := self._when(e)) else e for e in events]
         data = trace_of(error.fingerprint, moved)
         if not events:
             data.notes.insert(0, f"{self.path.name} holds no events of {error.label} in the window {window.key}")
