@@ -12,9 +12,10 @@ accounts from payloads captured from the real Python agent (`scripts/capture_new
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
+from nightwatch.sources.base import hour_after
 from nightwatch.sources.export_file import ERROR_TRACES_LIMIT, EXPORT_FORMAT, TRANSACTION_ERRORS_LIMIT
 from nightwatch.sources.nrql import ERRORS_FACETS, ERRORS_SELECT, MAX_LIMIT
 
@@ -72,7 +73,7 @@ def export_of(payloads: dict[str, list], app_name: str, account_id: int) -> dict
                 "error_traces": of(traces, tuple(row["facet"]), ERROR_TRACES_LIMIT)} for row in facets]
     # A night's window ends on a whole hour: the export is taken at the first one after the newest error, so a night
     # replaying it (until=exported_at) sees every captured error
-    taken = datetime.fromtimestamp(newest / 1000, tz=timezone.utc).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    taken = hour_after(datetime.fromtimestamp(newest / 1000, tz=timezone.utc))
     return {"format": EXPORT_FORMAT, "account_id": account_id, "app_name": app_name,
             "exported_at": taken.isoformat(timespec="seconds"),
             "errors": {"data": {"actor": {"account": {"nrql": {"results": facets}}}}}, "details": details}

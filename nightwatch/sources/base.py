@@ -8,6 +8,7 @@ so the live API, an export file and a test fake are interchangeable.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,6 +25,11 @@ class SourceError(Exception):
     def __init__(self, message: str, kind: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def hour_after(moment: datetime) -> datetime:
+    """The first whole hour after `moment`: where a night's window ending must fall for a capture to hold it whole."""
+    return moment.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
 
 def read_errors_file(path: Path) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
-from nightwatch.sources.base import ErrorBatch, SourceError, read_errors_file
+from nightwatch.sources.base import ErrorBatch, SourceError, hour_after, read_errors_file
 from nightwatch.sources.sentry_event import exceptions_of, handled_of, message_of, moment, text, trace_of
 
 EVENTS_FORMAT = "nightwatch.sentry-sdk-events/1"
@@ -37,10 +37,6 @@ def group_key(event: dict[str, Any]) -> str:
         entry = event.get("logentry") if isinstance(event.get("logentry"), dict) else {}
         basis = ["message", entry.get("message") or entry.get("formatted") or event.get("message")]
     return hashlib.sha256(json.dumps(basis, default=str).encode()).hexdigest()[:32]
-
-
-def hour_after(moment_: datetime) -> datetime:
-    return moment_.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
 
 class SentryEventsFileSource:
