@@ -171,7 +171,7 @@ def _sweep(parent: Path) -> None:
         return
     for folder in found:
         try:
-            if not _alive(folder.name.split("-")[2]) and now - folder.stat().st_mtime > SWEEP_AFTER_S:
+            if not alive(folder.name.split("-")[2]) and now - folder.stat().st_mtime > SWEEP_AFTER_S:
                 _drop_group(folder)
         except OSError:
             pass  # gone meanwhile, or still in use
@@ -185,7 +185,8 @@ def _drop_group(folder: Path) -> None:
     folder.rmdir()  # refused while a process or a child group is in it
 
 
-def _alive(pid: str) -> bool:
+def alive(pid: str) -> bool:
+    """Whether the process of this id (its text, from a folder's name) still runs; anything else is not."""
     if not pid.isdigit():
         return False
     try:

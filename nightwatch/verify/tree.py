@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 from nightwatch.codehosts.base import secret_file_reason, secret_text_reason
+from nightwatch.verify.cgroup import alive
 
 
 class TreeError(RuntimeError):
@@ -26,18 +27,17 @@ def disposable_tree(base: Path, files: Iterable[str], overlay: dict[str, str] | 
                     parent: Path | None = None) -> Iterator[Path]:
     """A temporary copy of `files` (paths relative to `base`, as git tracks them) with `overlay` written over it;
     removed on exit."""
-    tmp = make_tree(base, files, parent)
+    tmp = make_tree(base, files, parent, overlay=overlay)
     try:
-        _write_overlay(tmp, overlay or {})
-        open_up(tmp)
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def make_tree(base: Path, files: Iterable[str], parent: Path | None = None, prefix: str = "nightwatch-tree-") -> Path:
-    """A copy of `files` (paths relative to `base`, as git tracks them) that a sandbox may read: no secret file by name
-    or content, no link that leads outside it. The caller removes it."""
+def make_tree(base: Path, files: Iterable[str], parent: Path | None = None, prefix: str = "nightwatch-tree-",
+              overlay: dict[str, str] | None = None) -> Path:
+    """A copy of `files` (paths relative to `base`, as git tracks them) that a sandbox may read, with `overlay` written
+    over it: no secret file by name or content, no link that leads outside it. The caller removes it."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     try:
         os.chmod(tmp, 0o755)  # the sandbox's unprivileged uid reads it
@@ -54,6 +54,7 @@ def make_tree(base: Path, files: Iterable[str], parent: Path | None = None, pref
                 target.write_bytes(data)
                 os.chmod(target, 0o755 if os.access(source, os.X_OK) else 0o644)
         _drop_escaping_links(tmp)
+        _write_overlay(tmp, overlay or {})
         open_up(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -111,19 +112,8 @@ def commit_tree(repo: Path, commit: str, overlay: dict[str, str] | None = None, 
 def sweep_trees(folder: Path) -> None:
     """Night trees a process that has ended left behind (`night-tree-<pid>-*`): a crashed night's copy of a checkout."""
     for stale in folder.glob("night-tree-*-*"):
-        pid = stale.name.split("-")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+        if not alive(stale.name.split("-")[2]):
             shutil.rmtree(stale, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _inside(rel: str) -> str:
