@@ -57,8 +57,6 @@ def source_statuses(s: Settings) -> list[SourceStatus]:
                        f"channel {s.slack_channel} via {s.slack_base_url}", "report written as Block Kit JSON + Markdown files"))
     if s.errors_file and not Path(s.errors_file).is_file():
         out[0] = SourceStatus(name=s.source, state="misconfigured", detail=f"errors file {s.errors_file} does not exist")
-    elif out[0].state == "offline" and out[0].detail.startswith(f"the {s.demo} demo has no"):
-        out[0] = SourceStatus(name=s.source, state="misconfigured", detail=out[0].detail)
     if s.code_path and not Path(s.code_path).is_dir():
         out[2] = SourceStatus(name="github", state="misconfigured", detail=f"code path {s.code_path} is not a directory")
     elif s.code_path and not _in_git(Path(s.code_path)):
@@ -68,9 +66,17 @@ def source_statuses(s: Settings) -> list[SourceStatus]:
 
 
 def error_source_status(s: Settings) -> SourceStatus:
+    """The error source's status; offline, a Sentry-protocol source needs a demo whose errors the real SDK sent."""
+    status = _source_status(s)
+    if status.state == "offline" and s.source != "newrelic" and not s.errors_file and \
+            demo_errors_file(s).name != "sentry_events.json":
+        return SourceStatus(name=s.source, state="misconfigured", detail=f"the {s.demo} demo has no Sentry events: run "
+                            "the Python demo (NIGHTWATCH_DEMO=python), or set credentials")
+    return status
+
+
+def _source_status(s: Settings) -> SourceStatus:
     offline = f"errors from {s.errors_file}" if s.errors_file else f"demo data: {demo_errors_file(s).name} ({s.demo} demo)"
-    if s.source != "newrelic" and not s.errors_file and demo_errors_file(s).name != "sentry_events.json":
-        offline = f"the {s.demo} demo has no Sentry events: run the Python demo (NIGHTWATCH_DEMO=python), or set credentials"
     if s.source == "newrelic":
         nr = {"API key": s.newrelic_api_key, "account id": s.newrelic_account_id, "app name": s.newrelic_app_name}
         return _status("newrelic", nr, f"NerdGraph {s.nerdgraph_url} ({s.newrelic_region})", offline)
