@@ -254,15 +254,16 @@ class LocalRepoHost:
         if not query.isascii():
             return None
         pattern = ["-P", "-e", query] if regex else ["-F", "-e", query]
-        try:
-            proc = subprocess.run(["git", "grep", "-l", "-z", "-i", "--no-color",
-                                   "--full-name", *pattern], cwd=self.root, capture_output=True, timeout=self.git_timeout * 4,
-                                  env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}, check=False)
-        except (OSError, subprocess.TimeoutExpired):
+        try:  # decoded as run_git decodes `ls-files`, so a path reads the same in both
+            out = run_git(self.root, "grep", "-l", "-z", "-i", "--no-color", "--full-name", *pattern, env={"LC_ALL": "C"},
+                          timeout=self.git_timeout * 4)
+        except GitCommandError as exc:
+            if exc.returncode != 1:  # 1: no file matches; anything else: git could not search
+                return None
+            out = ""
+        except CodeHostError:  # timed out
             return None
-        if proc.returncode not in (0, 1):  # 1: no file matches; anything else: git could not search
-            return None
-        found = {p for p in proc.stdout.decode("utf-8", errors="surrogateescape").split("\x00") if p}
+        found = {p for p in out.split("\x00") if p}
         return frozenset(found | self._symlinks)
 
     @cached_property
