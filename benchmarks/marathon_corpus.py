@@ -2,7 +2,7 @@
 
 The short and long corpora stay below 50K tokens of context, where no clearing or summary pays. A marathon is
 what the long-context layers are for: one investigation over a full checkout of a real application (Healthchecks
-or CTFd, from the trees `nightwatch eval --fix-tests` ships in evals/trees/<app>.bundle, at the commit the error
+or CTFd, from the trees `nightwatch eval --fix-tests` ships in evals/apps/<app>/history.bundle, at the commit the error
 happened on), reading whole files of 800-2,600 lines, paging through them in ranges, broad searches over 600-700
 files, the production trace as New Relic captured it (40-50 frames), and the same files read again late. Under the
 naive loop its context passes the model's 200K window.
@@ -39,7 +39,7 @@ from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.trace_paths import PathMap, locate_frames
 
 EVALS = Path(__file__).resolve().parents[1] / "evals"
-TREES = EVALS / "trees"
+APPS = EVALS / "apps"
 NIGHT = "marathon"
 # (eval case, tool calls): each case's error investigated on its application's full tree at the commit it happened on
 MARATHONS: tuple[tuple[str, int], ...] = (
@@ -95,10 +95,10 @@ def app_of(case_id: str) -> str:
 
 def checkout(case_id: str, dest: Path) -> LocalRepoHost:
     """The application's full tree at the commit the case's error happened on (`refs/cases/<id>/parent` of
-    evals/trees/<app>.bundle), as a git checkout."""
+    evals/apps/<app>/history.bundle), as a git checkout."""
     if not (dest / ".git").is_dir():
         dest.mkdir(parents=True, exist_ok=True)
-        bundle = (TREES / f"{app_of(case_id)}.bundle").resolve()
+        bundle = (APPS / app_of(case_id) / "history.bundle").resolve()
         for args in (["init", "-q"], ["fetch", "-q", str(bundle), f"refs/cases/{case_id}/parent:refs/heads/night"],
                      ["-c", "advice.detachedHead=false", "checkout", "-q", "night"]):
             subprocess.run(["git", "-C", str(dest), *args], check=True, capture_output=True, timeout=300)

@@ -3,7 +3,7 @@
     python benchmarks/monorepo.py [--sizes 1000,10000,50000] [--commits 100000] [--repeats 7] [--night] [--json]
 
 Builds a synthetic monorepo from trees the project already has: copies of CTFd's and Healthchecks' real trees
-(evals/trees/*.bundle, at an eval case's commit) in folders `svc000/`, `svc001/`, ... until the size is reached, a
+(evals/apps/<app>/history.bundle, at an eval case's commit) in folders `svc000/`, `svc001/`, ... until the size is reached, a
 folder of 5,000 generated modules, a 1 MB generated file, and a history made with `git fast-import` of `--commits`
 commits after the tree's own, every tenth of them changing one hot file (so blame and log walk thousands of commits
 that touched it). Then, per size, each tool's p50/p95 over `--repeats` runs beside git's command for the same answer:
@@ -58,9 +58,9 @@ def source_trees(work: Path) -> list[Path]:
     out = []
     for app, case in TREES.items():
         tree = work / f"src-{app}"
-        subprocess.run(["git", "clone", "-q", str(ROOT / "evals" / "trees" / f"{app}.bundle"), str(tree)], env=GIT_ENV,
+        subprocess.run(["git", "clone", "-q", str(ROOT / "evals" / "apps" / app / "history.bundle"), str(tree)], env=GIT_ENV,
                        check=True, capture_output=True)
-        git(tree, "fetch", "-q", str(ROOT / "evals" / "trees" / f"{app}.bundle"), "refs/cases/*:refs/cases/*")
+        git(tree, "fetch", "-q", str(ROOT / "evals" / "apps" / app / "history.bundle"), "refs/cases/*:refs/cases/*")
         git(tree, "checkout", "-q", f"refs/cases/{case}/parent")
         out.append(tree)
     return out

@@ -393,7 +393,7 @@ def marathon_table(tallies: dict[str, Tally], unbounded: Tally, marathons: list[
     data = marathon_figures(tallies, unbounded)
     n = len(marathons)
     lines = [f"Token efficiency, marathon corpus: {n} investigations of {min(m.calls for m in marathons)}-{max(m.calls for m in marathons)} "
-             f"tool calls over full checkouts of Healthchecks and CTFd (evals/trees), {MODEL} prices, a {WINDOW:,}-token window", ""]
+             f"tool calls over full checkouts of Healthchecks and CTFd (evals/apps), {MODEL} prices, a {WINDOW:,}-token window", ""]
     row = "{:<24} {:>13} {:>14} {:>8} {:>11} {:>9} {:>5} {:>16}  {}"
     lines += [row.format("strategy", "billed input", "cost-weighted", "output", "$/marathon", "peak ctx", "hit", "needles p/r/miss",
                          "at the window"), "-" * 122]

@@ -197,7 +197,7 @@ def eval_cases(
     jobs: int = typer.Option(0, min=0, help="Nights run side by side; default: one per core this process may use "
                                             "(at most 4)."),
     fix_tests: bool = typer.Option(False, "--fix-tests", help="Also check the harness on the real fixes: each case's "
-                                   "regression_test, from <cases-dir>/trees, run in the sandbox at the fix's parent (it "
+                                   "regression_test, from <cases-dir>/apps, run in the sandbox at the fix's parent (it "
                                    "must fail with the production class) and at the fix (it must pass). Makes each "
                                    "application's test environment the first time (needs its package registry)."),
     fix_tests_home: Optional[Path] = typer.Option(None, "--fix-tests-home", help="Where --fix-tests keeps the test "
@@ -220,7 +220,7 @@ def eval_cases(
     code = run_eval(chosen, settings, EvalOptions(
         baseline_path=baseline or cases_dir / "baseline.json", workdir=workdir, checkout=repo, as_json=output is Output.json,
         update_baseline=update_baseline, pr_min_confidence=pr_min_confidence, jobs=jobs, fix_tests=fix_tests,
-        fix_tests_home=fix_tests_home, trees_dir=cases_dir / "trees"))
+        fix_tests_home=fix_tests_home, apps_dir=cases_dir / "apps"))
     raise typer.Exit(code)
 
 

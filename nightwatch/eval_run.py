@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nightwatch import environment, run_log
+from nightwatch.eval_apps import APPS
 from nightwatch.evaluation import (
     FIX_TESTS_CLAIM,
     CaseScore,
@@ -59,7 +60,7 @@ class EvalOptions:
     jobs: int = 0  # nights side by side; 0: default_jobs()
     fix_tests: bool = False  # also run each real fix commit's own regression test at its parent and at the fix
     fix_tests_home: Path | None = None  # where their test environments are made and reused; default: in the workdir
-    trees_dir: Path | None = None  # the apps' bundles and yml (<cases-dir>/trees)
+    apps_dir: Path | None = None  # the applications' bundles and app.yml (<cases-dir>/apps)
 
 
 def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) -> int:
@@ -104,16 +105,16 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
 
 def _fix_tests(cases: list[EvalCase], root: Path, options: EvalOptions) -> list[FixTestScore]:
     home = Path(options.fix_tests_home) if options.fix_tests_home else root / "fix-tests-home"
-    trees = Path(options.trees_dir) if options.trees_dir else (cases[0].folder.parent if cases else Path("evals")) / "trees"
+    apps = Path(options.apps_dir) if options.apps_dir else (cases[0].folder.parent if cases else Path("evals")) / APPS
     try:
-        items = fix_test_items(cases, trees)
+        items = fix_test_items(cases, apps)
     except EvalError as exc:
         run_log.say(f"eval: no fix commits' own tests: {exc}")
         return []
-    run_log.say(f"eval: the fix commits' own tests, from {trees}: {sum(i.kind == 'eval' for i in items)} eval case(s), "
+    run_log.say(f"eval: the fix commits' own tests, from {apps}: {sum(i.kind == 'eval' for i in items)} eval case(s), "
                 f"{sum(i.kind == 'harness' for i in items)} harness-only fix commit(s); test environments in {home}")
     started = time.monotonic()
-    fixes = run_fix_tests(items, trees, root, home, say=run_log.say)
+    fixes = run_fix_tests(items, apps, root, home, say=run_log.say)
     run_log.say(f"eval: fix commits' own tests: {fix_tests_summary(fixes)} ({FIX_TESTS_CLAIM}), {_by_kind(fixes)}, "
                 f"{time.monotonic() - started:.0f} s")
     return fixes
@@ -142,7 +143,7 @@ def fix_tests_table(fixes: list[FixTestScore]) -> str:
     detail under it, then the figure."""
     row = "{:<44} {:<7} {:<32} {:<24} {:<24}"
     lines = ["Fix commits' own tests (the real fix's regression test in the sandbox, at the fix's parent and at the fix;",
-             "of: eval = an eval case's fix, harness = a harness-only fix commit of evals/trees/<app>.yml, no night)",
+             "of: eval = an eval case's fix, harness = a harness-only fix commit of evals/apps/<app>/app.yml, no night)",
              row.format("case", "of", "verdict", "at the parent", "at the fix"), "-" * 135]
     for f in fixes:
         runs = {r.side: f"{r.outcome} {r.seconds:g} s" for r in f.runs}

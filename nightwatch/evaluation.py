@@ -1,7 +1,8 @@
 """`nightwatch eval`: replay known production errors as nights and score what each night concluded.
 
-A case is a folder (see evals/README.md): the night's errors as a NerdGraph export, the answer key, and
-the repository files at the case's commit. A folder that also holds the errors as the real sentry-sdk sent them
+A case is a folder (see evals/README.md): the night's errors as a NerdGraph export and the answer key; its code is
+its application's history at the case's commit, checked out of `<cases-dir>/apps/<app>/history.bundle`
+(nightwatch.eval_apps). A folder that also holds the errors as the real sentry-sdk sent them
 (`sentry_events.json`) is a second case, its Sentry twin (`<case>.sentry`): the same night read from Sentry's events,
 scored by the same answer key. Each case runs as its own night on its own checkout and home,
 through the same flow a scheduled night runs, so what is scored is what users get: path mapping, noise
@@ -28,6 +29,17 @@ from pydantic import Field, ValidationError
 
 from nightwatch import safe_yaml
 from nightwatch.codehosts.local import LocalRepoHost
+from nightwatch.eval_apps import (
+    APPS,
+    AppError,
+    AppRepositories,
+    FixCommitEntry,
+    app_names,
+    bundle_of,
+    case_ref,
+    load_app_trees,
+)
+from nightwatch.eval_apps import app_of as app_of_repository
 from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, FileChange, Model, RunReport, TraceData, Window
 from nightwatch.prompts import production_values
@@ -198,34 +210,33 @@ def exported_at(case: EvalCase) -> datetime:
 # repositories -----------------------------------------------------------------------------------------------
 
 
-HISTORY = "history.bundle"  # the history of the case's files (scripts/history_slices.py)
-
-
-def prepare_repository(case: EvalCase, dest: Path, checkout: Path | None = None) -> Path:
-    """A git checkout of the case's code at `dest`: the demo application, the case's vendored files, or
-    `source.commit` of a local clone (`--repo`)."""
+def prepare_repository(case: EvalCase, dest: Path, checkout: Path | None = None,
+                       apps: AppRepositories | None = None) -> Path:
+    """A git checkout of the case's code at `dest`: the demo application, the case's slice of its application's
+    history (from `<cases-dir>/apps/<app>/history.bundle`, read once per run through `apps`), or `source.commit` of a
+    local clone (`--repo`)."""
     if case.source.demo:
         from nightwatch.codehosts.demo_repo import materialize_demo_repo
         from nightwatch.runtime import DEMO_APP, DEMO_HISTORY
 
         return materialize_demo_repo(DEMO_APP, DEMO_HISTORY, dest, exported_at(case))
+    if checkout is None:
+        apps = apps or AppRepositories(case.folder.parent / APPS, dest.parent / ".apps")
+        try:
+            return apps.check_out(app_of(case), base_id(case), dest)
+        except AppError as exc:
+            raise EvalError(f"{exc}; or run with --repo pointing at a clone of {case.source.repository}") from exc
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    if checkout is not None:
-        _extract_commit(Path(checkout), case.source.commit, dest)
-    elif (case.folder / HISTORY).is_file():  # the vendored files with their real history: suspects can be blamed
-        shutil.rmtree(dest)
-        subprocess.run(["git", "clone", "-q", "--branch", "main", str((case.folder / HISTORY).resolve()), str(dest)],
-                       check=True, capture_output=True, timeout=300)
-        return dest
-    else:
-        vendored = case.folder / "repo"
-        if not vendored.is_dir():
-            raise EvalError(f"{case.folder}: no repo/ folder; run with --repo pointing at a clone of {case.source.repository}")
-        shutil.copytree(vendored, dest, dirs_exist_ok=True)
+    _extract_commit(Path(checkout), case.source.commit, dest)
     _commit_tree(dest, case)
     return dest
+
+
+def base_id(case: EvalCase) -> str:
+    """The case a Sentry twin is the twin of (a case itself otherwise): its history and fix refs are that case's."""
+    return case.id.removesuffix(TWIN) if case.monitor == "sentry" else case.id
 
 
 def _extract_commit(clone: Path, commit: str, dest: Path) -> None:
@@ -330,7 +341,7 @@ def _score_suspects(case: EvalCase, result: ErrorAnalysisResult, out: CaseScore,
     fix's lines came from) the first suspect, or in the top three? And, read as SZZ reads a fix, is one of the commits
     any of its lines came from (`blamed`)? Only where the case records its history (a slice's commits name the real
     ones in a trailer)."""
-    if not case.introduced_by or repo is None or not (case.folder / HISTORY).is_file():
+    if not case.introduced_by or repo is None:
         return
     named = [_original_commit(repo, s.sha) for s in result.suspect_commits]
     out.suspects = [n[:12] for n in named]
@@ -442,7 +453,10 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
     home = workdir / case.id
     if home.exists():
         shutil.rmtree(home)
-    repo = prepare_repository(case, home / "repo", checkout)
+    try:
+        repo = prepare_repository(case, home / "repo", checkout, AppRepositories(case.folder.parent / APPS, workdir / APPS))
+    except EvalError as exc:  # a case whose code cannot be read is a scored failure; the other cases still run
+        return failed(case, str(exc))
     started = time.monotonic()
     try:
         report = run_night(case, repo, home)
@@ -520,24 +534,7 @@ def write_baseline(path: Path, scores: list[CaseScore], model: str) -> None:
 
 # the fix commits' own tests ---------------------------------------------------------------------------------
 
-TREES = "trees"  # <cases-dir>/trees/<app>.bundle and <app>.yml (scripts/fix_trees.py)
-TRAILER = "Original-Commit: "
 FIX_TESTS_CLAIM = "fail at the parent with the production class, pass at the fix"
-
-
-class FixCommitEntry(Model):
-    """A real bug fix in `<app>.yml`'s `fix_commits:`, checked like an eval case's fix but with no night (it has no
-    captured error export): its parent and itself, the regression test it added (as the runner names it), the class
-    the bug raised in production (`module:Name`, as New Relic's Python agent names it) and where that comes from."""
-
-    id: str
-    parent: str
-    fix: str
-    test: str
-    error_class: str
-    crash_file: str | None = None
-    evidence: str = ""  # one line: the commit subject, the issue or the test that names the class
-    note: str = ""  # why its check does not hold, where it does not
 
 
 class FixTestItem(FixCommitEntry):
@@ -546,19 +543,6 @@ class FixTestItem(FixCommitEntry):
     app: str
     repository: str
     kind: str  # eval | harness
-
-
-class AppTrees(Model):
-    """`<cases-dir>/trees/<app>.yml`: how an application's fix-commit tests run, and what its trees leave out."""
-
-    repository: str = ""
-    setup: str | None = None  # the test environment's set-up; default: what the tree's requirement files imply
-    command: str | None = None  # the test command; default: detected (pytest, manage.py test, unittest)
-    exclude: list[str] = Field(default_factory=list)  # fnmatch globs over whole paths (`*` crosses folders)
-    keep: list[str] = Field(default_factory=list)  # globs that win over `exclude`
-    why: str = ""  # why the excluded paths are not needed, and what the set-up needs from the machine
-    cases: dict[str, str] = Field(default_factory=dict)  # a case id -> what its check shows, where it does not hold
-    fix_commits: list[FixCommitEntry] = Field(default_factory=list)  # real fixes only the harness is checked on
 
 
 class FixTestRun(Model):
@@ -590,8 +574,8 @@ class FixTestScore(Model):
 
 
 def app_of(case: EvalCase) -> str:
-    """The application a case comes from, as its trees are named: the repository's name, lower case."""
-    return case.source.repository.rstrip("/").rsplit("/", 1)[-1].lower()
+    """The application a case comes from, as its folder under apps/ is named."""
+    return app_of_repository(case.source.repository)
 
 
 def fix_test_cases(cases: list[EvalCase]) -> list[EvalCase]:
@@ -605,69 +589,49 @@ def fix_test_cases(cases: list[EvalCase]) -> list[EvalCase]:
     return list(fixes.values())
 
 
-def fix_test_items(cases: list[EvalCase], trees_dir: Path) -> list[FixTestItem]:
+def fix_test_items(cases: list[EvalCase], apps_dir: Path) -> list[FixTestItem]:
     """What --fix-tests checks: the fix of each of `cases` that added a regression test, then every harness-only fix
-    commit of every application's yml under `trees_dir` (they have no night, so they do not depend on the cases)."""
+    commit of every application's app.yml under `apps_dir` (they have no night, so they do not depend on the cases)."""
     items = []
-    for case in fix_test_cases(cases):
-        app = app_of(case)
-        items.append(FixTestItem(id=case.id, app=app, repository=case.source.repository, kind="eval",
-                                 parent=case.source.commit, fix=case.source.fix_commit, test=case.regression_test,
-                                 error_class=case.error.error_class, crash_file=case.crash.file,
-                                 note=load_app_trees(trees_dir, app).cases.get(case.id, "")))
-    for path in sorted(Path(trees_dir).glob("*.yml")):
-        trees = load_app_trees(trees_dir, path.stem)
-        items += [FixTestItem(**f.model_dump(), app=path.stem, repository=trees.repository, kind="harness")
-                  for f in trees.fix_commits]
+    try:
+        for case in fix_test_cases(cases):
+            app = app_of(case)
+            items.append(FixTestItem(id=case.id, app=app, repository=case.source.repository, kind="eval",
+                                     parent=case.source.commit, fix=case.source.fix_commit, test=case.regression_test,
+                                     error_class=case.error.error_class, crash_file=case.crash.file,
+                                     note=load_app_trees(apps_dir, app).cases.get(case.id, "")))
+        for app in app_names(apps_dir):
+            trees = load_app_trees(apps_dir, app)
+            items += [FixTestItem(**f.model_dump(), app=app, repository=trees.repository, kind="harness")
+                      for f in trees.fix_commits]
+    except AppError as exc:
+        raise EvalError(str(exc)) from exc
     ids = [i.id for i in items]
     if twice := sorted({i for i in ids if ids.count(i) > 1}):
-        raise EvalError(f"{trees_dir}: fix commit id(s) used twice (their refs would collide): {', '.join(twice)}")
+        raise EvalError(f"{apps_dir}: fix commit id(s) used twice (their refs would collide): {', '.join(twice)}")
     return items
 
 
-def load_app_trees(trees_dir: Path, app: str) -> AppTrees:
-    path = Path(trees_dir) / f"{app}.yml"
-    if not path.is_file():
-        return AppTrees()
-    try:
-        return AppTrees.model_validate(safe_yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise EvalError(f"{path}: {exc}") from exc
-
-
-def excluded(path: str, trees: AppTrees) -> bool:
-    """Whether the app's trees leave `path` out."""
-    from fnmatch import fnmatchcase
-
-    return any(fnmatchcase(path, p) for p in trees.exclude) and not any(fnmatchcase(path, k) for k in trees.keep)
-
-
-def case_ref(case: EvalCase | FixTestItem, side: str) -> str:
-    return f"refs/cases/{case.id}/{side}"
-
-
-def run_fix_tests(items: list[FixTestItem], trees_dir: Path, workdir: Path, home: Path,
+def run_fix_tests(items: list[FixTestItem], apps_dir: Path, workdir: Path, home: Path,
                   say: Callable[[str], None] = lambda _line: None) -> list[FixTestScore]:
     """Each real fix commit (fix_test_items) checked through the sandbox: its regression test at the parent (with the
     fix's test files) must fail with the production error class, and pass at the fix. The trees come from the app's
-    bundle, cloned once into `workdir`; the test environments are made under `home` (and reused from there)."""
-    clones: dict[str, Path | str] = {}
+    bundle, read once into `workdir`; the test environments are made under `home` (and reused from there)."""
+    repositories = AppRepositories(apps_dir, workdir / APPS)
     scores = []
     for item in items:
-        trees = load_app_trees(trees_dir, item.app)
-        if item.app not in clones:
-            clones[item.app] = _clone_bundle(Path(trees_dir) / f"{item.app}.bundle",
-                                             workdir / "fix-trees" / f"{item.app}.git")
-        repo = clones[item.app]
         out = FixTestScore(case=item.id, app=item.app, kind=item.kind, test=item.test, error_class=item.error_class,
                            verdict="not run", detail="", note=item.note)
         scores.append(out)
-        if isinstance(repo, str):
-            out.detail = repo
+        try:
+            trees = load_app_trees(apps_dir, item.app)
+            repo = repositories.repository(item.app)
+            parent, fix = (repositories.resolve(item.app, case_ref(item.id, side)) for side in ("parent", "fix"))
+        except AppError as exc:
+            out.detail = str(exc)
             continue
-        parent, fix = (_resolve(repo, case_ref(item, side)) for side in ("parent", "fix"))
         if not parent or not fix:
-            out.detail = f"{Path(trees_dir) / f'{item.app}.bundle'} has no {case_ref(item, 'parent' if not parent else 'fix')} " \
+            out.detail = f"{bundle_of(apps_dir, item.app)} has no {case_ref(item.id, 'parent' if not parent else 'fix')} " \
                          "(write the bundles again: scripts/fix_trees.py)"
             continue
         say(f"eval: fix test of {item.id} ({item.test})")
@@ -696,24 +660,3 @@ def _fix_test(out: FixTestScore, item: FixTestItem, commit: FixCommit, settings:
 
 def fix_tests_summary(scores: list[FixTestScore]) -> str:
     return f"{sum(1 for s in scores if s.holds)}/{len(scores)} hold"
-
-
-def _clone_bundle(bundle: Path, dest: Path) -> Path | str:
-    """A bare repository at `dest` holding the bundle's case refs, or why there is none."""
-    if not bundle.is_file():
-        return f"no {bundle} (scripts/fix_trees.py writes it from a clone of the application)"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    for args in (["init", "-q", "--bare", str(dest)],
-                 ["-C", str(dest), "fetch", "-q", str(bundle.resolve()), "refs/cases/*:refs/cases/*"]):
-        proc = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=300)
-        if proc.returncode != 0:
-            return f"cannot read {bundle}: {proc.stderr.strip()[:300]}"
-    return dest
-
-
-def _resolve(repo: Path, ref: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True, check=False, timeout=60)
-    return proc.stdout.strip() if proc.returncode == 0 else ""

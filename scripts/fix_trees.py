@@ -1,15 +1,16 @@
-"""Write the trees `nightwatch eval --fix-tests` runs a real fix commit's own regression test on, one git bundle per
-application, so the check needs no clone of the application (CI reaches package registries, not GitHub mirrors).
+"""Write the trees `nightwatch eval --fix-tests` runs a real fix commit's own regression test on, into the
+application's one bundle (evals/apps/<app>/history.bundle, its case slices kept), so the check needs no clone of the
+application (CI reaches package registries, not GitHub mirrors).
 
     python scripts/fix_trees.py --mirror https://github.com/healthchecks/healthchecks=/path/to/healthchecks.git \
         --mirror https://github.com/CTFd/CTFd=/path/to/CTFd.git
 
 For every case under evals/ with a `regression_test` and a `source.fix_commit`, and every harness-only fix commit in
-`evals/trees/<app>.yml`'s `fix_commits:`, whose repository has a mirror (a clone, bare is fine),
-`evals/trees/<app>.bundle` holds two synthesized commits: `refs/cases/<id>/parent`, whose tree is the real tree of the
+`evals/apps/<app>/app.yml`'s `fix_commits:`, whose repository has a mirror (a clone, bare is fine), the application's
+bundle holds two synthesized commits: `refs/cases/<id>/parent`, whose tree is the real tree of the
 fix's parent (`source.commit`, or the entry's `parent`), and `refs/cases/<id>/fix`, whose tree is the real tree of
 the fix and whose parent is the first. Each message ends in an `Original-Commit: <sha>` trailer naming the real commit. The paths
-`evals/trees/<app>.yml` excludes (built assets, images: what the tests do not read) are left out of both trees; its
+`app.yml` excludes (built assets, images: what the tests do not read) are left out of both trees; its
 `keep` patterns win over `exclude`. Patterns are fnmatch globs over the whole path (`*` crosses folders). One bundle per
 application stores a blob the cases share once. The commits carry the real authors and dates, so writing the bundles
 again from the same mirrors and yml gives the same commits.
@@ -29,15 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nightwatch.evaluation import (  # noqa: E402 - the project's own package, from a script
-    TRAILER,
-    AppTrees,
-    FixTestItem,
-    excluded,
-    fix_test_items,
-    load_app_trees,
-    load_cases,
-)
+from nightwatch.eval_apps import TRAILER, AppTrees, bundle_of, excluded, load_app_trees  # noqa: E402 - the project's own
+from nightwatch.evaluation import FixTestItem, fix_test_items, load_cases  # noqa: E402
+from scripts.app_bundle import bundle_refs, write_app_bundle  # noqa: E402
 
 EVALS = ROOT / "evals"
 COMMITTER = {"GIT_COMMITTER_NAME": "NightWatch fix trees", "GIT_COMMITTER_EMAIL": "fix-trees@nightwatch.invalid"}
@@ -58,9 +53,9 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="only say whether the bundles match the mirrors")
     args = parser.parse_args()
     mirrors = {url.rstrip("/"): Path(path) for url, path in (m.split("=", 1) for m in args.mirror)}
-    trees_dir = args.cases_dir / "trees"
+    apps_dir = args.cases_dir / "apps"
     by_app: dict[str, list[FixTestItem]] = {}
-    for item in fix_test_items(load_cases(args.cases_dir), trees_dir):
+    for item in fix_test_items(load_cases(args.cases_dir), apps_dir):
         if item.repository.rstrip("/") in mirrors:
             by_app.setdefault(item.app, []).append(item)
     if not by_app:
@@ -68,20 +63,18 @@ def main() -> int:
     stale = 0
     for app, items in sorted(by_app.items()):
         mirror = mirrors[items[0].repository.rstrip("/")]
-        trees = load_app_trees(trees_dir, app)
+        trees = load_app_trees(apps_dir, app)
         with tempfile.TemporaryDirectory(prefix="nightwatch-fix-trees-") as tmp:
             work = Path(tmp) / f"{app}.git"
             refs = synthesize(mirror, work, items, trees)
-            bundle = trees_dir / f"{app}.bundle"
+            bundle = bundle_of(apps_dir, app)
             if args.check:
-                have = _bundle_refs(bundle)
+                have = {ref: sha for ref, sha in bundle_refs(bundle).items() if is_fix_tree(ref)}
                 wrong = sorted(r for r in refs if have.get(r) != refs[r]) + sorted(set(have) - set(refs))
                 stale += bool(wrong)
                 print(f"{bundle}: " + (f"stale ({', '.join(wrong)})" if wrong else "up to date"))
                 continue
-            trees_dir.mkdir(parents=True, exist_ok=True)
-            bundle.unlink(missing_ok=True)
-            git(work, "-c", "pack.window=250", "-c", "pack.depth=50", "bundle", "create", "-q", str(bundle), "--all")
+            write_app_bundle(bundle, work, is_fix_tree)
             kinds = f"{sum(i.kind == 'eval' for i in items)} eval case(s), {sum(i.kind == 'harness' for i in items)} harness-only"
             print(f"{bundle}: {kinds}, {bundle.stat().st_size / 1e6:.2f} MB")
     return 1 if stale else 0
@@ -127,11 +120,9 @@ def commit(work: Path, original: str, tree: str, parents: list[str], subject: st
     return git(work, "commit-tree", tree, *(a for p in parents for a in ("-p", p)), data=message.encode(), env=env).strip()
 
 
-def _bundle_refs(bundle: Path) -> dict[str, str]:
-    if not bundle.is_file():
-        return {}
-    out = subprocess.run(["git", "bundle", "list-heads", str(bundle)], capture_output=True, text=True, check=False).stdout
-    return {ref: sha for sha, ref in (line.split() for line in out.splitlines() if line.strip())}
+def is_fix_tree(ref: str) -> bool:
+    """A ref this script writes (a fix commit's parent or fix), not a case's history slice."""
+    return ref.startswith("refs/cases/") and ref.rsplit("/", 1)[-1] in ("parent", "fix")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@
 
 For every case under evals/ whose `source.repository` has a mirror (a clone, bare is fine):
 
-- `history.bundle`: the history of the case's vendored files (repo/, LICENSE included) up to `source.commit`, every
-  commit that touched them and nothing else (`git fast-export` limited to those paths), as branch `main`. Commit
-  messages gain an `Original-Commit: <sha>` trailer, so a slice commit names the real one.
+- `refs/cases/<id>/history` in the application's bundle (`evals/apps/<app>/history.bundle`, its other refs kept): the
+  history of the files the case's night needs (LICENSE included) up to `source.commit`, every commit that touched them
+  and nothing else (`git fast-export` limited to those paths). Commit messages gain an `Original-Commit: <sha>`
+  trailer, so a slice commit names the real one. The files are the ones its slice holds now; a new case names them with
+  `--case <id> --files <path> ...`, and the case builders (scripts/python_evals/, scripts/lobsters_evals/) write a
+  new case's first slice themselves (`write_slice`).
 - `introduced_by` in expected.yml: the ground truth. The lines the real fix removed or changed (for a fix that only
   adds, the line it inserts after), blamed at the parent in the full history; the commit most of them name (ties: the
   newest). Test files, and files the case does not carry, are left out.
@@ -31,6 +34,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
+sys.path.insert(0, str(ROOT))
+
+from nightwatch.eval_apps import app_of, bundle_of, case_ref  # noqa: E402 - the project's own package, from a script
+from scripts.app_bundle import write_app_bundle  # noqa: E402
+
 HUNK = re.compile(r"^@@ -(?P<start>\d+)(?:,(?P<count>\d+))? \+")
 TRAILER = b"Original-Commit: "
 
@@ -47,30 +55,29 @@ def main() -> int:
     parser.add_argument("--mirror", action="append", default=[], help="REPOSITORY_URL=PATH of a clone")
     parser.add_argument("--case", action="append", default=[], help="only these cases")
     parser.add_argument("--truth-only", action="store_true", help="write introduced_by and blamed_by, not the bundles")
+    parser.add_argument("--files", nargs="+", help="a new case's files (with one --case): the paths its night needs, "
+                                                   "repository-relative; LICENSE is added")
     args = parser.parse_args()
+    if args.files and len(args.case) != 1:
+        parser.error("--files names one case's files: give exactly one --case")
     mirrors = dict(m.split("=", 1) for m in args.mirror)
-    with tempfile.TemporaryDirectory(prefix="nightwatch-slices-") as tmp:
-        clones: dict[str, Path] = {}
-        for folder in sorted(EVALS.iterdir()):
-            expected = folder / "expected.yml"
-            if not expected.is_file() or (args.case and folder.name not in args.case):
-                continue
-            case = yaml.safe_load(expected.read_text(encoding="utf-8"))
-            url = case["source"].get("repository", "")
-            if url not in mirrors:
-                continue
-            if url not in clones:  # a bare copy we may write refs to
-                clones[url] = Path(tmp) / f"{len(clones)}.git"
-                subprocess.run(["git", "clone", "-q", "--bare", mirrors[url], str(clones[url])], check=True)
-            vendored = {str(f.relative_to(folder / "repo")) for f in (folder / "repo").rglob("*") if f.is_file()}
-            blamed = blamed_commits(clones[url], case["source"]["commit"], case["source"]["fix_commit"], vendored)
-            culprit = blamed[0] if blamed else ""
-            history = "bundle kept" if args.truth_only else \
-                f"{write_slice(clones[url], folder, case['source']['commit'])} commit(s) of history"
-            set_field(expected, "introduced_by", culprit)
-            set_field(expected, "blamed_by", "[" + ", ".join(blamed) + "]")  # [] when blame named none: a list, never null
-            print(f"{folder.name}: {history}; introduced by {culprit[:12] if culprit else 'unknown'}"
-                  f" of {len(blamed)} blamed")
+    for folder in sorted(EVALS.iterdir()):
+        expected = folder / "expected.yml"
+        if not expected.is_file() or (args.case and folder.name not in args.case):
+            continue
+        case = yaml.safe_load(expected.read_text(encoding="utf-8"))
+        url = case["source"].get("repository", "")
+        if url not in mirrors:
+            continue
+        clone, app = Path(mirrors[url]), app_of(url)  # read only: the slice is made in a repository borrowing its objects
+        files = {*args.files, "LICENSE"} if args.files else slice_files(bundle_of(EVALS / "apps", app), folder.name)
+        blamed = blamed_commits(clone, case["source"]["commit"], case["source"]["fix_commit"], files)
+        culprit = blamed[0] if blamed else ""
+        history = "bundle kept" if args.truth_only else \
+            f"{write_slice(clone, app, folder.name, case['source']['commit'], files)} commit(s) of history"
+        set_field(expected, "introduced_by", culprit)
+        set_field(expected, "blamed_by", "[" + ", ".join(blamed) + "]")  # [] when blame named none: a list, never null
+        print(f"{folder.name}: {history}; introduced by {culprit[:12] if culprit else 'unknown'} of {len(blamed)} blamed")
     return 0
 
 
@@ -115,19 +122,39 @@ def _is_test(path: str) -> bool:
         or name.endswith(("_test.py", "_spec.rb", "_test.rb"))
 
 
-def write_slice(git_dir: Path, folder: Path, parent: str) -> int:
-    files = sorted(str(p.relative_to(folder / "repo")) for p in (folder / "repo").rglob("*") if p.is_file())
-    git(git_dir, "update-ref", "refs/heads/main", parent)
-    stream = git(git_dir, "fast-export", "--show-original-ids", "--signed-tags=strip", "--tag-of-filtered-object=drop",
-                 "--full-history", "--simplify-merges", "refs/heads/main", "--", "--", *files)
+def slice_files(bundle: Path, case_id: str) -> set[str]:
+    """The files a case's slice holds now (its night's code)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "read.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(work)], check=True)
+        ref = case_ref(case_id, "history")
+        proc = subprocess.run(["git", f"--git-dir={work}", "fetch", "-q", str(bundle.resolve()), f"{ref}:{ref}"],
+                              capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"{bundle} has no {ref}: name a new case's files with --files (or let its builder write it)")
+        return set(git(work, "ls-tree", "-r", "--name-only", ref).decode().splitlines())
+
+
+def write_slice(git_dir: Path, app: str, case_id: str, parent: str, files: set[str]) -> int:
+    """`refs/cases/<case_id>/history` in the app's bundle: the history of `files` up to `parent` (the real commit the
+    case's night reads); the bundle's other refs are kept. Returns how many commits the slice has."""
+    with tempfile.TemporaryDirectory() as tmp:  # a repository borrowing the clone's objects, so the clone's refs stay
+        source = Path(tmp) / "source.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(source)], check=True)
+        objects = Path(git(git_dir, "rev-parse", "--absolute-git-dir").decode().strip()) / "objects"
+        (source / "objects" / "info" / "alternates").write_text(f"{objects}\n")
+        git(source, "update-ref", "refs/heads/main", parent)
+        stream = git(source, "fast-export", "--show-original-ids", "--signed-tags=strip", "--tag-of-filtered-object=drop",
+                     "--full-history", "--simplify-merges", "refs/heads/main", "--", "--", *sorted(files))
     marked, commits = with_original_commits(stream)
+    ref = case_ref(case_id, "history")
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "slice.git"
         subprocess.run(["git", "init", "-q", "--bare", str(target)], check=True)
         git(target, "fast-import", "--quiet", data=marked)
-        bundle = folder / "history.bundle"
-        bundle.unlink(missing_ok=True)
-        git(target, "bundle", "create", str(bundle), "refs/heads/main")
+        git(target, "update-ref", ref, "refs/heads/main")
+        git(target, "update-ref", "-d", "refs/heads/main")
+        write_app_bundle(bundle_of(EVALS / "apps", app), target, lambda r: r == ref)
     return commits
 
 
@@ -158,10 +185,14 @@ def with_original_commits(stream: bytes) -> tuple[bytes, int]:
 
 
 def set_field(path: Path, key: str, value: str) -> None:
-    """`key: value` in expected.yml, before `notes:` (replaced when present); the rest of the file as written."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith(f"{key}:")]
-    at = next((i for i, line in enumerate(lines) if line.startswith("notes:")), len(lines))
-    lines.insert(at, f"{key}: {value or 'null'}")
+    """`key: value` in expected.yml, where it is (before `notes:` when new); the rest of the file as written."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = f"{key}: {value or 'null'}"
+    at = next((i for i, text in enumerate(lines) if text.startswith(f"{key}:")), None)
+    if at is not None:
+        lines[at] = line
+    else:
+        lines.insert(next((i for i, text in enumerate(lines) if text.startswith("notes:")), len(lines)), line)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

@@ -19,6 +19,7 @@ import pytest
 from nightwatch.evaluation import (
     CaseScore,
     EvalCase,
+    app_of,
     case_error,
     exported_at,
     frame_mapping,
@@ -46,7 +47,7 @@ def test_there_are_demo_cases_and_at_least_six_from_a_real_application() -> None
     assert len([c for c in CASES if c.source.demo]) >= 9
     assert len(REAL) >= 6
     assert all(c.source.repository and len(c.source.commit) == 40 and len(c.source.fix_commit) == 40 for c in REAL)
-    assert all((c.folder / "repo" / "LICENSE").is_file() for c in REAL)
+    assert all((EVALS / "apps" / app_of(c) / "LICENSE").is_file() for c in REAL)  # each application's licence
     assert sum(1 for c in REAL if c.origin_differs) >= 3
 
 
@@ -107,10 +108,16 @@ def test_each_real_case_points_at_lines_of_its_own_code(case: EvalCase, tmp_path
 @pytest.mark.parametrize("case", REAL, ids=[c.id for c in REAL])
 def test_each_real_case_carries_the_history_of_its_files_and_who_introduced_the_error(case: EvalCase, tmp_path: Path) -> None:
     repo = prepare_repository(case, tmp_path / "repo")
-    vendored = sorted(str(p.relative_to(case.folder / "repo")) for p in (case.folder / "repo").rglob("*") if p.is_file())
-    checked_out = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
-    assert checked_out == vendored  # the history's last commit is the vendored code
-    assert all((repo / f).read_bytes() == (case.folder / "repo" / f).read_bytes() for f in vendored)
+    checked_out = {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert {"LICENSE", case.crash.file, *(s.file for s in case.fix_spans())} <= checked_out
+    parent = subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(EVALS / "apps" / app_of(case) / "history.bundle"),
+                             f"refs/cases/{case.id}/parent"], capture_output=True, check=False)
+    if parent.returncode == 0:  # the real tree of the fix's parent is in the bundle too: the slice is that code
+        real = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "FETCH_HEAD", "--", *sorted(checked_out)],
+                              capture_output=True, text=True, check=True).stdout
+        slice_ = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout
+        assert real == slice_
     originals = subprocess.run(["git", "-C", str(repo), "log", "--format=%(trailers:key=Original-Commit,valueonly)"],
                                capture_output=True, text=True, check=True).stdout.split()
     assert len(originals) >= 20 and all(len(sha) == 40 for sha in originals)  # real commits, up to the fix's parent
@@ -247,3 +254,22 @@ def test_a_suspect_counts_for_blamed_when_any_line_the_fix_changed_came_from_it(
     assert checks("a") == {"suspect": True, "suspect_top3": True, "blamed": True, "blamed_top3": True}
     assert checks("c", "d") == {"suspect": False, "suspect_top3": False, "blamed": False, "blamed_top3": False}
     assert checks() == {"suspect": False, "suspect_top3": False, "blamed": False, "blamed_top3": False}
+
+
+def test_evals_hold_no_other_projects_source_only_each_applications_bundle_and_licence() -> None:
+    """A case is data (its errors, its answer key); its code is its application's history, one bundle per application
+    with the application's licence beside it. Any other file under evals/ is listed here."""
+    case_files = {"expected.yml", "export.json", "sentry_events.json"}
+    app_files = {"history.bundle", "LICENSE", "app.yml"}
+    stray = []
+    for path in sorted(p for p in EVALS.rglob("*") if p.is_file()):
+        parts = path.relative_to(EVALS).parts
+        if parts in (("README.md",), ("baseline.json",)):
+            continue
+        if len(parts) == 3 and parts[0] == "apps" and parts[2] in app_files:
+            continue
+        if len(parts) == 2 and (EVALS / parts[0] / "expected.yml").is_file() and parts[1] in case_files:
+            continue
+        stray.append("/".join(parts))
+    assert not stray, stray
+    assert {app_of(c) for c in REAL} == {p.name for p in (EVALS / "apps").iterdir()}

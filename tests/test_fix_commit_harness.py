@@ -3,8 +3,8 @@ must fail with the production error class) and at the fix (it must pass).
 
 With no network: the fix commits here are made in a temporary repository from the Python demo application, and the
 tests run in NightWatch's own environment (it has fastapi, httpx and pytest). The real fix commits the eval runs
-(`nightwatch eval --fix-tests`: the eval cases' fixes and the harness-only `fix_commits` of evals/trees/<app>.yml) are
-in evals/trees/; their bundles are checked here for the refs each of them needs.
+(`nightwatch eval --fix-tests`: the eval cases' fixes and the harness-only `fix_commits` of evals/apps/<app>/app.yml) are
+in each application's bundle (evals/apps/<app>/history.bundle); the bundles are checked here for the refs each needs.
 """
 
 from __future__ import annotations
@@ -18,16 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from nightwatch.eval_apps import TRAILER, bundle_of, case_ref, excluded, load_app_trees
 from nightwatch.eval_run import fix_tests_table
 from nightwatch.evaluation import (
-    TRAILER,
     EvalError,
     FixTestItem,
-    case_ref,
-    excluded,
     fix_test_items,
     fix_tests_summary,
-    load_app_trees,
     load_cases,
     run_fix_tests,
 )
@@ -36,9 +33,9 @@ from nightwatch.verify.commit_tests import FixCommit, HarnessSettings, changed_t
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALS = ROOT / "evals"
-TREES = EVALS / "trees"
+APPS = EVALS / "apps"
 APP = ROOT / "nightwatch" / "demo_python" / "app"
-FIX_ITEMS = fix_test_items(load_cases(EVALS), TREES)  # the eval cases' fixes, then the harness-only fix commits
+FIX_ITEMS = fix_test_items(load_cases(EVALS), APPS)  # the eval cases' fixes, then the harness-only fix commits
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
@@ -148,14 +145,14 @@ def test_the_eval_runs_a_case_and_a_harness_only_fix_commit_from_their_applicati
         f"id: {case_id}\nsource:\n  repository: https://example.invalid/acme/Bookshop\n  commit: {shas['parent']}\n"
         f"  fix_commit: {shas['gbp']}\nerror:\n  error_class: '{PRODUCTION}'\n  transaction: WebTransaction/x\n"
         f"crash:\n  file: {CRASH}\norigin:\n  file: {CRASH}\nregression_test: {TESTS['gbp']}\n")
-    (cases_dir / "trees").mkdir()
-    (cases_dir / "trees" / "bookshop.yml").write_text(
+    (cases_dir / "apps" / "bookshop").mkdir(parents=True)
+    (cases_dir / "apps" / "bookshop" / "app.yml").write_text(
         f"fix_commits:\n  - id: {harness_id}\n    parent: {shas['parent']}\n    fix: {shas['other']}\n"
         f"    test: {TESTS['other']}\n    error_class: '{PRODUCTION}'\n    evidence: its test\n    note: another bug\n")
     for ref, sha in ((case_id, shas["gbp"]), (harness_id, shas["other"])):
         git(repo, "update-ref", f"refs/cases/{ref}/parent", shas["parent"])
         git(repo, "update-ref", f"refs/cases/{ref}/fix", sha)
-    git(repo, "bundle", "create", "-q", str(cases_dir / "trees" / "bookshop.bundle"), "--glob=refs/cases/*")
+    git(repo, "bundle", "create", "-q", str(cases_dir / "apps" / "bookshop" / "history.bundle"), "--glob=refs/cases/*")
     seen = {}
 
     def in_this_environment(commit, settings):  # the test environment is NightWatch's own: no registry needed
@@ -164,8 +161,8 @@ def test_the_eval_runs_a_case_and_a_harness_only_fix_commit_from_their_applicati
         return check_fix_commit(commit, replace(settings, env_path=Path(sys.prefix)))
 
     monkeypatch.setattr(commit_tests, "check_fix_commit", in_this_environment)
-    items = fix_test_items(load_cases(cases_dir), cases_dir / "trees")
-    score, other = run_fix_tests(items, cases_dir / "trees", tmp_path / "work", tmp_path / "home")
+    items = fix_test_items(load_cases(cases_dir), cases_dir / "apps")
+    score, other = run_fix_tests(items, cases_dir / "apps", tmp_path / "work", tmp_path / "home")
     assert (score.case, score.app, score.kind, score.verdict) == (case_id, "bookshop", "eval", "holds"), score.detail
     assert [(r.side, r.commit, r.outcome) for r in score.runs] == [
         ("parent", shas["parent"], score.runs[0].outcome), ("fix", shas["gbp"], "passed")]
@@ -182,12 +179,13 @@ def test_the_eval_runs_a_case_and_a_harness_only_fix_commit_from_their_applicati
 
 def test_a_fix_commit_missing_from_its_bundle_is_reported_not_run(tmp_path):
     renamed = FIX_ITEMS[0].model_copy(update={"id": "not-in-the-bundle"})
-    [score] = run_fix_tests([renamed], TREES, tmp_path / "work", tmp_path / "home")
+    [score] = run_fix_tests([renamed], APPS, tmp_path / "work", tmp_path / "home")
     assert score.verdict == "not run" and f"has no refs/cases/{renamed.id}/parent" in score.detail
 
 
 def test_a_fix_commit_id_used_twice_is_refused(tmp_path):
-    (tmp_path / "app.yml").write_text("fix_commits:\n" + "".join(
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "app.yml").write_text("fix_commits:\n" + "".join(
         f"  - {{id: twice, parent: a, fix: b, test: t, error_class: 'builtins:KeyError', evidence: e{n}}}\n"
         for n in (1, 2)))
     with pytest.raises(EvalError, match="used twice.*twice"):
@@ -204,16 +202,16 @@ def clones(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for app in sorted({i.app for i in FIX_ITEMS}):
         out[app] = tmp_path_factory.mktemp(app) / "trees.git"
         subprocess.run(["git", "init", "-q", "--bare", str(out[app])], check=True)
-        git(out[app], "fetch", "-q", str(TREES / f"{app}.bundle"), "refs/cases/*:refs/cases/*")
+        git(out[app], "fetch", "-q", str(bundle_of(APPS, app)), "refs/cases/*:refs/cases/*")
     return out
 
 
-def test_at_least_twenty_real_fix_commits_added_a_regression_test_and_their_bundles_are_small() -> None:
+def test_at_least_twenty_real_fix_commits_added_a_regression_test_and_the_bundles_are_small() -> None:
     harness = [i for i in FIX_ITEMS if i.kind == "harness"]
     assert len(FIX_ITEMS) >= 20 and len(harness) >= 13 and len({i.app for i in FIX_ITEMS}) >= 2
-    assert sum(p.stat().st_size for p in TREES.glob("*.bundle")) <= 8 * 1024 * 1024
+    assert sum(p.stat().st_size for p in APPS.glob("*/history.bundle")) <= 8 * 1024 * 1024  # every case's history too
     for item in harness:  # each says as New Relic names it which class the bug raised, and where that comes from
-        entry = next(f for f in load_app_trees(TREES, item.app).fix_commits if f.id == item.id)
+        entry = next(f for f in load_app_trees(APPS, item.app).fix_commits if f.id == item.id)
         assert ":" in item.error_class and entry.evidence and len(item.parent) == len(item.fix) == 40, item.id
 
 
@@ -221,7 +219,7 @@ def test_at_least_twenty_real_fix_commits_added_a_regression_test_and_their_bund
 def test_the_bundle_holds_the_real_trees_of_each_fix_commits_parent_and_fix(item: FixTestItem,
                                                                             clones: dict[str, Path]) -> None:
     repo = clones[item.app]
-    parent, fix = (git(repo, "rev-parse", case_ref(item, side)) for side in ("parent", "fix"))
+    parent, fix = (git(repo, "rev-parse", case_ref(item.id, side)) for side in ("parent", "fix"))
     trailer = f"%(trailers:key={TRAILER.rstrip(': ')},valueonly)"
     assert git(repo, "log", "-1", f"--format={trailer}", parent) == item.parent
     assert git(repo, "log", "-1", f"--format={trailer}", fix) == item.fix
@@ -231,7 +229,7 @@ def test_the_bundle_holds_the_real_trees_of_each_fix_commits_parent_and_fix(item
     test_file = item.test.split("::")[0] if "::" in item.test or item.test.endswith(".py") \
         else "/".join(item.test.split(".")[:-2]) + ".py"
     assert test_file in tests
-    trees = load_app_trees(TREES, item.app)
+    trees = load_app_trees(APPS, item.app)
     for commit in (parent, fix):
         paths = git(repo, "ls-tree", "-r", "--name-only", commit).splitlines()
         assert len(paths) > 100 and not [p for p in paths if excluded(p, trees)]

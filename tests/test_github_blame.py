@@ -1,6 +1,6 @@
 """Suspect commits through GitHub: the GraphQL blame and associatedPullRequests, and the REST commit's patches,
 served by the fake GitHub from a real git history, rank the commit that introduced each real-application eval case's
-bug (evals/*/history.bundle, its ground truth `introduced_by`) where local git ranks it, case by case.
+bug (its slice of evals/apps/<app>/history.bundle, its ground truth `introduced_by`) where local git ranks it, case by case.
 
 The suspect lists themselves differ where GitHub's blame differs from git's with -w (whitespace-only edits are not
 looked through; commits that only reformatted a Python or Ruby file are, on both hosts: test_formatting_commits): 17 of
@@ -23,22 +23,17 @@ from pydantic import SecretStr
 
 from nightwatch.codehosts.github import GitHubHost
 from nightwatch.codehosts.local import LocalRepoHost
-from nightwatch.evaluation import _original_commit, load_cases
+from nightwatch.evaluation import _original_commit, load_cases, prepare_repository
 from nightwatch.suspects import suspect_commits
 from tests.fakes.github import FakeGitHub
 
 EVALS = Path(__file__).resolve().parents[1] / "evals"
-REAL = [c for c in load_cases(EVALS) if (c.folder / "history.bundle").is_file() and c.monitor == "newrelic"]
+REAL = [c for c in load_cases(EVALS) if not c.source.demo and c.monitor == "newrelic"]
 
 
 def github_host(fake: FakeGitHub) -> GitHubHost:
     return GitHubHost(fake.full_name, SecretStr(fake.token), base_url=fake.url, retries=0, seconds_between_requests=0.0,
                       seconds_between_writes=0.0, timeout=300)  # a hang guard: the fake blames long files on a loaded core
-
-
-def clone(bundle: Path, dest: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", "--branch", "main", str(bundle), str(dest)], check=True, capture_output=True)
-    return dest
 
 
 def same_suspects(repo: Path, frames: list[tuple[str, int]], first_seen: datetime | None, fix_lines=()) -> tuple[list, list]:
@@ -52,7 +47,7 @@ def same_suspects(repo: Path, frames: list[tuple[str, int]], first_seen: datetim
 @pytest.mark.slow
 @pytest.mark.parametrize("case", REAL, ids=lambda c: c.id)
 def test_github_names_the_suspects_local_git_names_on_real_history(case, tmp_path):
-    repo = clone(case.folder / "history.bundle", tmp_path / "repo")
+    repo = prepare_repository(case, tmp_path / "repo")
     frames = [(case.crash.file, case.crash.line)] if case.crash.line else []
     span = case.origin.range
     origin = [(case.origin.file, n) for n in range(span[0], min(span[1], span[0] + 2) + 1)] if span else []
@@ -93,7 +88,7 @@ def test_the_fake_dates_a_blamed_commit_as_git_log_does(tmp_path):
     from tests.fakes.github_history import _committed
 
     case = next(c for c in REAL if c.id == "healthchecks-group-test-notification")
-    repo = clone(case.folder / "history.bundle", tmp_path / "repo")
+    repo = prepare_repository(case, tmp_path / "repo")
     log = subprocess.run(["git", "-C", str(repo), "log", "--all", "--format=%ct %cd %cI", "--date=format:%z"], text=True,
                          capture_output=True, check=True).stdout.split("\n")
     rows = [line.split() for line in log if line]
@@ -105,7 +100,7 @@ def test_github_tells_which_deploy_shipped_a_commit_as_local_git_does(tmp_path):
     """A deploy marker's commit contains a suspect or not: GitHub's compare (ahead or identical) against
     `git merge-base --is-ancestor`, on a real history; a commit GitHub does not have is 'cannot tell'."""
     case = next(c for c in REAL if c.id == "healthchecks-group-test-notification")
-    repo = clone(case.folder / "history.bundle", tmp_path / "repo")
+    repo = prepare_repository(case, tmp_path / "repo")
     shas = subprocess.run(["git", "-C", str(repo), "rev-list", "--first-parent", "-n", "40", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.split()
     local = LocalRepoHost(repo)

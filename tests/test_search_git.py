@@ -1,6 +1,6 @@
 """search_code at git's speed: `git grep` names the files that can match, and only those are read through the guards.
 
-Held against the walk of every file it replaced, on the real trees of CTFd and Healthchecks (evals/trees, at an eval
+Held against the walk of every file it replaced, on the real trees of CTFd and Healthchecks (evals/apps, at an eval
 case's commit): the same hits in the same order for identifiers, strings found nowhere, regular expressions, globs and
 hit limits. Then the guards on the new path, each with a test that fails if the guard is dropped: a secret file by
 name and by content, a symlink leading outside the checkout or to a secret, a binary, a file past the size cap, an
@@ -16,9 +16,10 @@ import pytest
 
 from nightwatch.codehosts.base import SEARCH_MAX_FILE_BYTES
 from nightwatch.codehosts.local import LocalRepoHost
+from nightwatch.eval_apps import bundle_of
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ROOT / "evals" / "trees"
+APPS = ROOT / "evals" / "apps"
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x.invalid",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x.invalid", "PATH": os.environ["PATH"]}
 QUERIES = [("def ", None, False), ("current_user", None, False), ("import", "*.py", False), ("NoSuchStringAnywhere", None, False),
@@ -33,8 +34,8 @@ def git(repo: Path, *args: str) -> str:
 
 def checkout(root: Path, app: str, case: str) -> Path:
     repo = root / app
-    subprocess.run(["git", "clone", "-q", str(TREES / f"{app}.bundle"), str(repo)], env=GIT_ENV, check=True, capture_output=True)
-    git(repo, "fetch", "-q", str(TREES / f"{app}.bundle"), "refs/cases/*:refs/cases/*")
+    subprocess.run(["git", "clone", "-q", str(bundle_of(APPS, app)), str(repo)], env=GIT_ENV, check=True, capture_output=True)
+    git(repo, "fetch", "-q", str(bundle_of(APPS, app)), "refs/cases/*:refs/cases/*")
     git(repo, "checkout", "-q", f"refs/cases/{case}/parent")
     return repo
 

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -29,6 +30,9 @@ from frames import (
     run_callbacks_final,
     unicorn_frames,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from history_slices import write_slice  # noqa: E402
 
 EVALS = Path(__file__).resolve().parents[2] / "evals"
 LOBSTERS = os.environ.get("LOBSTERS_GIT_DIR", "lobsters.git")
@@ -818,12 +822,8 @@ def expected_yml(k: dict) -> str:
 def write_case(k: dict) -> list[Path]:
     folder = EVALS / k["id"]
     written = []
-    repo = folder / "repo"
-    for path in k["files"] + ["LICENSE"]:
-        dest = repo / path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(git("show", f"{k['parent']}:{path}"))
-        written.append(dest)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_slice(Path(LOBSTERS), "lobsters", k["id"], k["parent"], {*k["files"], "LICENSE"})  # the case's code: its history
     (folder / "export.json").write_text(json.dumps(export(k["groups"]), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (folder / "expected.yml").write_text(expected_yml(k), encoding="utf-8")
     written += [folder / "export.json", folder / "expected.yml"]

@@ -1,4 +1,5 @@
-"""Check the lobsters-* cases: export structure, frames against vendored files, origin against the fix diff."""
+"""Check the lobsters-* cases: export structure, frames against each case's code (its slice of
+evals/apps/lobsters/history.bundle), origin against the fix diff."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import tempfile  # noqa: E402
+
+from nightwatch.eval_apps import AppRepositories  # noqa: E402
 from nightwatch.sources.parse import parse_stack_trace  # noqa: E402
 
 EVALS = Path(__file__).resolve().parents[2] / "evals"
@@ -45,8 +49,11 @@ def old_hunks(parent: str, fix: str, path: str) -> list[tuple[int, int]]:
 
 
 noise_total = []
+scratch = Path(tempfile.mkdtemp(prefix="lobsters-verify-"))
+apps = AppRepositories(EVALS / "apps", scratch / "apps")
 for folder in sorted(EVALS.glob("lobsters-*")):
     cid = folder.name
+    code = apps.check_out("lobsters", cid, scratch / cid)  # the case's code: its slice's last commit
     k = CASES[cid]
     exp = yaml.safe_load((folder / "expected.yml").read_text())
     export = json.loads((folder / "export.json").read_text())
@@ -54,7 +61,7 @@ for folder in sorted(EVALS.glob("lobsters-*")):
     want_keys = {"id", "title", "source", "error", "route", "crash", "origin", "root_cause_keywords", "notes"}
     if not want_keys <= set(exp):
         bad(cid, f"expected.yml lacks {want_keys - set(exp)}")
-    extra = set(exp) - want_keys - {"alternatives", "noise"}
+    extra = set(exp) - want_keys - {"alternatives", "noise", "introduced_by", "blamed_by"}
     if extra:
         bad(cid, f"expected.yml has unexpected keys {extra}")
     if exp["id"] != cid:
@@ -70,15 +77,15 @@ for folder in sorted(EVALS.glob("lobsters-*")):
         bad(cid, "commit is not the fix's parent")
     if exp["route"] not in {"deep", "simple", "transient", "known"}:
         bad(cid, "route")
-    lic = (folder / "repo" / "LICENSE").read_text()
+    lic = (code / "LICENSE").read_text()
     if "Redistribution and use in source and binary forms" not in lic:
         bad(cid, "LICENSE is not BSD")
     # --- vendored files byte-exact, count
-    vendored = [p for p in (folder / "repo").rglob("*") if p.is_file()]
+    vendored = [p for p in code.rglob("*") if p.is_file() and ".git" not in p.relative_to(code).parts]
     if len(vendored) > 15:
         bad(cid, f"{len(vendored)} vendored files")
     for p in vendored:
-        rel = p.relative_to(folder / "repo").as_posix()
+        rel = p.relative_to(code).as_posix()
         blob = subprocess.run(GIT + ["show", f"{src['commit']}:{rel}"], capture_output=True, check=True).stdout
         if blob != p.read_bytes():
             bad(cid, f"{rel} differs from the commit")
@@ -139,7 +146,7 @@ for folder in sorted(EVALS.glob("lobsters-*")):
                 bad(cid, f"in-app frame outside the deploy prefix: {f.file}")
                 continue
             rel = f.file[len(k["prefix"]) + 1:]
-            p = folder / "repo" / rel
+            p = code / rel
             if not p.exists():
                 bad(cid, f"in-app frame file not vendored: {rel}")
                 continue
@@ -153,12 +160,12 @@ for folder in sorted(EVALS.glob("lobsters-*")):
                 bad(cid, f"first in-app frame {rel}:{top.line} != crash")
             # the failing call is on the crash line, callers' lines call the next frame
             for path, line, snippet in k["app_frames"]:
-                text = (folder / "repo" / path).read_text().splitlines()[line - 1]
+                text = (code / path).read_text().splitlines()[line - 1]
                 if snippet not in text:
                     bad(cid, f"{path}:{line} does not contain {snippet!r}: {text.strip()!r}")
     # --- origin / alternatives against the fix diff
     o = exp["origin"]
-    of = folder / "repo" / o["file"]
+    of = code / o["file"]
     if not of.exists():
         bad(cid, "origin file not vendored")
     else:
@@ -170,7 +177,7 @@ for folder in sorted(EVALS.glob("lobsters-*")):
         if not any(h0 <= b and a <= h1 for h0, h1 in hunks):
             bad(cid, f"origin {a}-{b} overlaps no hunk of the fix in {o['file']} (hunks {hunks})")
     for alt in exp.get("alternatives") or []:
-        p = folder / "repo" / alt["file"]
+        p = code / alt["file"]
         if not p.exists() or not (1 <= alt["lines"][0] <= alt["lines"][1] <= len(p.read_text().splitlines())):
             bad(cid, f"alternative {alt} invalid")
     differs = (o["file"], ) != (exp["crash"]["file"], ) or not (o["lines"][0] <= exp["crash"]["line"] <= o["lines"][1])

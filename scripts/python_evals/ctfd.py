@@ -7,8 +7,8 @@ its own pinned requirements.txt and the New Relic agent are installed there from
 defaults (SQLite database and filesystem cache inside the tree), and the case's steps (first-run setup, sign-ins,
 the requests that hit the bug) run through CTFd's WSGI application under the real agent in developer mode
 (`ctfd_drive.py`). The error payloads the agent wrote to its audit log become the case's export.json
-(`nightwatch.sources.agent_capture.export_of`); expected.yml and repo/ (the files the night needs, at the parent,
-with the LICENSE) are written beside it. The deployment folders are removed afterwards. Needs root (the paths).
+(`nightwatch.sources.agent_capture.export_of`); expected.yml is written beside it, and the case's slice of
+evals/apps/ctfd/history.bundle (the history of the files the night needs, up to the parent, with the LICENSE). The deployment folders are removed afterwards. Needs root (the paths).
 
 With --sentry the same steps run under today's sentry-sdk instead of the agent, and every event it sent is written,
 verbatim, as the case's sentry_events.json (`sentry_events.py`); the rest of the case is left as it is.
@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from capture_newrelic_python import AGENT, INI, make_environment, read_audit_log  # noqa: E402
+from history_slices import write_slice  # noqa: E402
 from python_evals import sentry_events  # noqa: E402
 from python_evals.common import expected_yml  # noqa: E402
 
@@ -337,7 +338,7 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     folder = EVALS / f"ctfd-{case['slug']}"
     if folder.exists():
         shutil.rmtree(folder)
-    (folder / "repo").mkdir(parents=True)
+    folder.mkdir(parents=True)
     (folder / "export.json").write_text(json.dumps(export, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     error = (detail["error_class"], detail["transaction"])
     (folder / "expected.yml").write_text(expected_yml(f"ctfd-{case['slug']}", (REPOSITORY, "Apache-2.0"), case, error, crash, folder / "expected.yml"), encoding="utf-8")
@@ -346,10 +347,7 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
                 for p, _ in trace_frames(t["stackTrace"])
                 if p.startswith(root) and not p.startswith(case["venv"].rstrip("/") + "/")}
     wanted = {"LICENSE", crash[0], origin_file, *(a[0] for a in case["alternatives"]), *case["files"], *in_trace}
-    for path in sorted(wanted):
-        target = folder / "repo" / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(git(git_dir, "show", f"{case['parent']}:{path}"))
+    write_slice(Path(git_dir), "ctfd", folder.name, case["parent"], wanted)  # the case's code: its files' history
     return folder
 
 

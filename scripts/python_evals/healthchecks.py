@@ -6,8 +6,8 @@ For each case: the fix's parent is deployed at a real production path (the check
 its own pinned requirements.txt and the New Relic agent are installed there from PyPI, the requests that hit the bug
 run through Django's WSGI handler under the real agent in developer mode (`healthchecks_drive.py`), and the error
 payloads the agent wrote to its audit log become the case's export.json (`nightwatch.sources.agent_capture.export_of`).
-The case's expected.yml and repo/ (the files the night needs, at the parent, with the LICENSE) are written beside it.
-The deployment folders are removed afterwards. Needs root (the deploy paths) and the package registry.
+The case's expected.yml is written beside it, and its slice of the application's bundle (the history of the files the
+night needs, up to the parent, with the LICENSE). The deployment folders are removed afterwards. Needs root (the deploy paths) and the package registry.
 
 With --sentry the same requests run under today's sentry-sdk instead of the agent, and every event it sent is
 written, verbatim, as the case's sentry_events.json (`sentry_events.py`); the rest of the case is left as it is.
@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from capture_newrelic_python import AGENT, INI, make_environment, read_audit_log  # noqa: E402
+from history_slices import write_slice  # noqa: E402
 from python_evals import sentry_events  # noqa: E402
 from python_evals.common import expected_yml  # noqa: E402
 
@@ -296,25 +297,20 @@ def write_case(git_dir: str, case: dict, payloads: dict, python: Path) -> Path:
     folder = EVALS / f"healthchecks-{case['slug']}"
     if folder.exists():
         shutil.rmtree(folder)
-    (folder / "repo").mkdir(parents=True)
+    folder.mkdir(parents=True)
     (folder / "export.json").write_text(json.dumps(export, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     write_files(git_dir, case, folder, export)
     return folder
 
 
 def write_files(git_dir: str, case: dict, folder: Path, export: dict) -> None:
-    """expected.yml, and repo/: the LICENSE, every in-app file of the case's traces, the fix's files and the rest the
-    night needs, at the parent."""
+    """expected.yml, and the case's slice of evals/apps/healthchecks/history.bundle: the history up to the parent of the
+    LICENSE, every in-app file of the case's traces, the fix's files and the rest the night needs."""
     (folder / "expected.yml").write_text(expected_yml(f"healthchecks-{case['slug']}", (REPOSITORY, "BSD-3-Clause"), case, tuple(case["error"]), tuple(case["crash"]), folder / "expected.yml"), encoding="utf-8")
     traced = {path for error in [case["error"], *case.get("noise", [])] for path, _ in app_frames(export, case, error)}
     wanted = {"LICENSE", case["crash"][0], case["origin"][0], *(a[0] for a in case["alternatives"]), *case["files"],
               *traced}
-    if (folder / "repo").exists():
-        shutil.rmtree(folder / "repo")
-    for path in sorted(wanted):
-        target = folder / "repo" / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(git(git_dir, "show", f"{case['parent']}:{path}"))
+    write_slice(Path(git_dir), "healthchecks", folder.name, case["parent"], wanted)  # the case's code: its files' history
 
 
 def main() -> int:
@@ -323,7 +319,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="a case slug (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the deployment folders (for debugging)")
     parser.add_argument("--files-only", action="store_true",
-                        help="rewrite expected.yml and repo/ from the case's existing export.json (no capture)")
+                        help="rewrite expected.yml and the case's slice from the case's existing export.json (no capture)")
     parser.add_argument("--sentry", action="store_true", help="capture under sentry-sdk into sentry_events.json")
     args = parser.parse_args()
     for case in CASES:

@@ -9,8 +9,8 @@ An instruction inside a variable's value reaches the model only inside the untru
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
 from pathlib import Path
 from urllib.parse import quote
 
