@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from anthropic.types.beta import BetaMessage  # noqa: E402
 
 from benchmarks.marathon_corpus import Marathon, MarathonModel  # noqa: E402
-from benchmarks.token_efficiency import MODEL, UNLIMITED, WINDOW, BenchmarkAPI, SimClock, check_line  # noqa: E402
+from benchmarks.simulated_api import MODEL, UNLIMITED, WINDOW, BenchmarkAPI, SimClock, check_line  # noqa: E402
 from nightwatch.agent.checkpoints import CheckpointStore  # noqa: E402
 from nightwatch.agent.definitions import load_definition  # noqa: E402
 from nightwatch.agent.loop import LoopConfig, run_agent  # noqa: E402

@@ -55,7 +55,16 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.investigation_corpus import Script, ScriptedModel, corpus  # noqa: E402
 from benchmarks.long_corpus import long_corpus  # noqa: E402
 from benchmarks.marathon_corpus import Marathon, MarathonModel, marathon_corpus  # noqa: E402
-from nightwatch.agent.break_even import context_window  # noqa: E402
+from benchmarks.marathon_restart import restart_figures, restart_lines  # noqa: E402
+from benchmarks.simulated_api import (  # noqa: E402
+    MODEL,
+    UNLIMITED,
+    WINDOW,
+    BenchmarkAPI,
+    SimClock,
+    check_line,
+    prompt_tokens,
+)
 from nightwatch.agent.caching import hit_rate  # noqa: E402
 from nightwatch.agent.checkpoints import CheckpointStore  # noqa: E402
 from nightwatch.agent.definitions import load_definition  # noqa: E402
@@ -65,71 +74,10 @@ from nightwatch.agent.recall import EventLog  # noqa: E402
 from nightwatch.agent.tools import CodeCache, ToolRunner  # noqa: E402
 from nightwatch.codehosts.local import LocalRepoHost  # noqa: E402
 from nightwatch.models import TokenUsage  # noqa: E402
-from nightwatch.offline.emulated_api import EmulatedAPIError, EmulatedMessagesAPI  # noqa: E402
 from nightwatch.offline.emulated_cache import PromptCache, prompt_blocks  # noqa: E402
 from nightwatch.pricing import cost_usd, price_for  # noqa: E402
 from nightwatch.prompts import investigation_message  # noqa: E402
 from nightwatch.runtime import DEMO_APP  # noqa: E402
-
-MODEL = "claude-sonnet-4-6"
-UNLIMITED = 10**9
-
-
-class SimClock:
-    """Simulated time for the prompt cache: each model call takes `per_call_s`; `gap` adds idle time."""
-
-    def __init__(self, per_call_s: float = 8.0) -> None:
-        self.now, self.per_call_s = 0.0, per_call_s
-
-    def __call__(self) -> float:
-        return self.now
-
-    def gap(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class BenchmarkAPI(EmulatedMessagesAPI):
-    """The emulated API billed as Claude (not as the offline model), recording what was sent."""
-
-    name, offline = "benchmark", False
-
-    def __init__(self, brain: Any, cache: PromptCache, transform: Callable[[dict], dict] | None,
-                 clock: SimClock | None = None, window: int | None = None) -> None:
-        super().__init__(Windowed(brain, window) if window else brain, cache)
-        self.transform = transform
-        self.clock = clock
-        self.sent: list[dict[str, Any]] = []
-
-    def create(self, **params: Any):
-        params = self.transform(params) if self.transform else params
-        self.sent.append(params)
-        if self.clock:
-            self.clock.gap(self.clock.per_call_s)
-        return super().create(**params)
-
-
-class Windowed:
-    """The model's context window, as the API enforces it on the prompt the model would see (after the server's
-    edits): a 400 `invalid_request_error` when the prompt, or the prompt with `max_tokens`, does not fit."""
-
-    def __init__(self, brain: Any, window: int) -> None:
-        self.brain, self.window = brain, window
-
-    def respond(self, request: dict[str, Any]) -> list[dict[str, Any]]:
-        tokens = prompt_tokens(request)
-        if tokens > self.window:
-            raise EmulatedAPIError(f"prompt is too long: {tokens} tokens > {self.window} maximum")
-        if tokens + request["max_tokens"] > self.window:
-            raise EmulatedAPIError(f"input length and `max_tokens` exceed context limit: {tokens} + {request['max_tokens']} > "
-                                   f"{self.window}, decrease input length or `max_tokens` and try again")
-        return self.brain.respond(request)
-
-    def summarise(self, request: dict[str, Any], instructions: str | None) -> str:
-        return self.brain.summarise(request, instructions)
-
-
-def prompt_tokens(params: dict[str, Any]) -> int:
-    return sum(b.tokens for b in prompt_blocks(params.get("tools"), params.get("system"), params["messages"]))
 
 
 def automatic_caching(params: dict[str, Any]) -> dict[str, Any]:
@@ -308,7 +256,6 @@ def ttl_lines(scripts: list[Script], host: Any, scratch: Path) -> list[str]:
 
 
 # the marathon corpus ------------------------------------------------------------------------------
-WINDOW = context_window(MODEL)
 REFUSED = ("prompt is too long", "exceed context limit")
 # (policy, what the client does to each request, the window the API enforces)
 MARATHON_STRATEGIES: dict[str, tuple[ContextPolicy, Callable[[dict], dict] | None, int | None]] = {
@@ -513,13 +460,6 @@ def table(tallies: dict[str, Tally], tight: Tally | None, scripts: list[Script],
     return "\n".join(lines)
 
 
-def check_line(label: str, value: float, limit: float, shown: str | None = None) -> str:
-    """One target's line: ok or MISS (the value at most the limit), and the value as `shown`, else a ratio to two
-    places or a count of what is missing."""
-    shown = shown or (f"{value:.2f}" if isinstance(value, float) else f"{value} missing")
-    return f"  {'ok  ' if value <= limit else 'MISS'} {label}: {shown}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -562,8 +502,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def marathon_section(scratch: Path, kill_at: int, quiet: bool) -> dict[str, Any]:
     """The marathon corpus: the strategies, each layer on and off, the TTL of the shared prefix, and the restart."""
-    from benchmarks.marathon_restart import restart_figures, restart_lines  # it runs this module's API in a child
-
     marathons = [m for m, _ in marathon_corpus(scratch / "marathon-checkouts")]
     tallies, unbounded = marathon_strategies(marathons, scratch / "marathon")
     off, alone = marathon_layers(marathons, scratch / "marathon")

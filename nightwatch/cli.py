@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Optional
 import typer
 
 from nightwatch import clock
+from nightwatch.cli_options import command_options
 from nightwatch.settings import Settings
 
 app = typer.Typer(help="NightWatch: nightly production-error analysis.", no_args_is_help=True, add_completion=False)
@@ -181,28 +183,35 @@ def _settings(**overrides: object) -> Settings:
         raise
 
 
-@app.command("eval")
-def eval_cases(
-    cases: list[str] = typer.Argument(None, help="Case folder names; default: every case."),
-    cases_dir: Path = typer.Option(Path("evals"), help="Folder holding one folder per case."),
+@dataclass
+class EvalArgs:
+    """`nightwatch eval`'s arguments and options."""
+
+    cases: list[str] = typer.Argument(None, help="Case folder names; default: every case.")
+    cases_dir: Path = typer.Option(Path("evals"), help="Folder holding one folder per case.")
     repo: Optional[Path] = typer.Option(None, help="A clone of the cases' application: each case checks out its commit "
-                                                   "instead of its vendored files (demo cases always use the demo app)."),
-    output: Output = typer.Option(Output.text, help="text: the table and a summary; json: the same as JSON."),
-    baseline: Optional[Path] = typer.Option(None, help="Scores to compare with; default: <cases-dir>/baseline.json."),
-    update_baseline: bool = typer.Option(False, "--update-baseline", help="Accept tonight's scores as the baseline."),
+                                                   "instead of its slice of <cases-dir>/apps (demo cases always use the "
+                                                   "demo app).")
+    output: Output = typer.Option(Output.text, help="text: the table and a summary; json: the same as JSON.")
+    baseline: Optional[Path] = typer.Option(None, help="Scores to compare with; default: <cases-dir>/baseline.json.")
+    update_baseline: bool = typer.Option(False, "--update-baseline", help="Accept tonight's scores as the baseline.")
     pr_min_confidence: str = typer.Option("medium", help="The PR confidence bar during the eval (medium lets the other "
-                                                         "checks of the fix gate decide)."),
+                                                         "checks of the fix gate decide).")
     workdir: Optional[Path] = typer.Option(None, help="Where each case's checkout, home and reports go; default: a new "
-                                                      "temporary folder, kept for inspection."),
+                                                      "temporary folder, kept for inspection.")
     jobs: int = typer.Option(0, min=0, help="Nights run side by side; default: one per core this process may use "
-                                            "(at most 4)."),
+                                            "(at most 4).")
     fix_tests: bool = typer.Option(False, "--fix-tests", help="Also check the harness on the real fixes: each case's "
                                    "regression_test, from <cases-dir>/apps, run in the sandbox at the fix's parent (it "
                                    "must fail with the production class) and at the fix (it must pass). Makes each "
-                                   "application's test environment the first time (needs its package registry)."),
+                                   "application's test environment the first time (needs its package registry).")
     fix_tests_home: Optional[Path] = typer.Option(None, "--fix-tests-home", help="Where --fix-tests keeps the test "
-                                                  "environments, so a later run reuses them; default: in the workdir."),
-) -> None:
+                                                  "environments, so a later run reuses them; default: in the workdir.")
+
+
+@app.command("eval")
+@command_options(EvalArgs)
+def eval_cases(args: EvalArgs) -> None:
     """Replay each case as a night on its own checkout and score it: route, crash file, origin, line, PR, noise, path
     mapping, tokens, cost, iterations. Exit 1 when a case does worse than the baseline. With --fix-tests, also run each
     real fix commit's own regression test at its parent and at the fix (reported, not compared with the baseline)."""
@@ -212,15 +221,15 @@ def eval_cases(
     _eval_services_offline(settings)
     _preflight(settings)
     try:
-        chosen = load_cases(cases_dir, cases or None)
+        chosen = load_cases(args.cases_dir, args.cases or None)
     except EvalError as exc:
         _fail(str(exc), 2)
     from nightwatch.eval_run import EvalOptions, run_eval
 
     code = run_eval(chosen, settings, EvalOptions(
-        baseline_path=baseline or cases_dir / "baseline.json", workdir=workdir, checkout=repo, as_json=output is Output.json,
-        update_baseline=update_baseline, pr_min_confidence=pr_min_confidence, jobs=jobs, fix_tests=fix_tests,
-        fix_tests_home=fix_tests_home, apps_dir=cases_dir / "apps"))
+        baseline_path=args.baseline or args.cases_dir / "baseline.json", workdir=args.workdir, checkout=args.repo,
+        as_json=args.output is Output.json, update_baseline=args.update_baseline, pr_min_confidence=args.pr_min_confidence,
+        jobs=args.jobs, fix_tests=args.fix_tests, fix_tests_home=args.fix_tests_home, apps_dir=args.cases_dir / "apps"))
     raise typer.Exit(code)
 
 

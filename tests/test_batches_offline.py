@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from nightwatch.offline.batches import OfflineBatches
+from nightwatch.offline.model import OfflineModel
 from nightwatch.triage.backends import BatchError
 from nightwatch.triage.verdict import parse_answer, route, triage_direct
 from tests.test_batches_api import _requests
@@ -28,7 +29,7 @@ class Clock:
 
 def test_processing_then_results_in_finishing_order(tmp_path):
     clock = Clock()
-    backend = OfflineBatches(tmp_path, processing_s=2.0, clock=clock)
+    backend = OfflineBatches(tmp_path, OfflineModel(), processing_s=2.0, clock=clock)
     status = backend.create(_requests(6))
     assert status.processing_status == "in_progress" and status.counts["processing"] == 6
     assert status.expires_at == T0 + timedelta(hours=24)
@@ -43,9 +44,9 @@ def test_processing_then_results_in_finishing_order(tmp_path):
 
 def test_a_new_process_finds_the_batch_on_disk(tmp_path):
     clock = Clock()
-    status = OfflineBatches(tmp_path, clock=clock).create(_requests(2))
+    status = OfflineBatches(tmp_path, OfflineModel(), clock=clock).create(_requests(2))
     clock.advance(5)
-    again = OfflineBatches(tmp_path, clock=clock)
+    again = OfflineBatches(tmp_path, OfflineModel(), clock=clock)
     assert again.retrieve(status.batch_id).ended
     assert again.find(T0 - timedelta(minutes=5), 2, set()).batch_id == status.batch_id
     assert again.find(T0 - timedelta(minutes=5), 2, {status.batch_id}) is None
@@ -55,7 +56,7 @@ def test_a_new_process_finds_the_batch_on_disk(tmp_path):
 
 def test_cancel_keeps_finished_requests_and_cancels_the_rest(tmp_path):
     clock = Clock()
-    backend = OfflineBatches(tmp_path, processing_s=4.0, clock=clock)
+    backend = OfflineBatches(tmp_path, OfflineModel(), processing_s=4.0, clock=clock)
     status = backend.create(_requests(4))
     clock.advance(2.0)  # half of the requests have finished
     canceled = backend.cancel(status.batch_id)
@@ -64,7 +65,7 @@ def test_cancel_keeps_finished_requests_and_cancels_the_rest(tmp_path):
 
 
 def test_creation_refuses_what_the_api_refuses(tmp_path):
-    backend = OfflineBatches(tmp_path)
+    backend = OfflineBatches(tmp_path, OfflineModel())
     bad = _requests(2)
     bad[0]["custom_id"] = "x" * 65
     with pytest.raises(BatchError, match="must match"):
@@ -82,7 +83,7 @@ def test_offline_batch_answers_route_like_direct_calls(tmp_path):
     from nightwatch.triage.verdict import triage_params
 
     clock = Clock()
-    backend = OfflineBatches(tmp_path, processing_s=0.5, clock=clock)
+    backend = OfflineBatches(tmp_path, OfflineModel(), processing_s=0.5, clock=clock)
     errors = [_error("NoMethodError", "undefined method `email' for nil:NilClass"),
               _error("Net::ReadTimeout", "Net::ReadTimeout", "OtherTransaction/SidekiqJob/SyncJob/perform", None),
               _error("Stripe::AuthenticationError", "Invalid API Key provided")]

@@ -11,14 +11,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("nightwatch", "knowledge_store", "tasks", "flows", "blocks", "deployments")
-PUBLIC_PARAMETER_LISTS = {("flows/nightwatch.py", "nightwatch_flow"), ("nightwatch/cli.py", "run"),
-                          ("nightwatch/cli.py", "eval_cases")}  # a command's options
+CYCLE_FREE = (*PACKAGES, "benchmarks")  # the benchmarks import the product and each other: no cycle there either
+PUBLIC_PARAMETER_LISTS = {("flows/nightwatch.py", "nightwatch_flow"), ("nightwatch/cli.py", "run")}  # a command's options
 MAX_LINES, MAX_PARAMS = 40, 8
 
 
-def modules() -> dict[str, Path]:
+def modules(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     out = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in (ROOT / package).rglob("*.py"):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
             out[name.removesuffix(".__init__")] = path
@@ -54,13 +54,14 @@ def test_no_function_takes_more_than_8_parameters():
     assert wide == []
 
 
-def test_no_import_cycle_among_module_level_imports():
-    found = modules()
+def test_no_import_cycle_not_even_through_an_import_inside_a_function():
+    """An import moved into a function still ties the two modules together: it only hides the cycle from Python."""
+    found = modules(CYCLE_FREE)
     graph: dict[str, set[str]] = {}
     for name, path in found.items():
         deps = set()
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ImportFrom) and node.module:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 deps |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in found else node.module for a in node.names}
             elif isinstance(node, ast.Import):
                 deps |= {a.name for a in node.names}

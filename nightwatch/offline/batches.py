@@ -60,11 +60,11 @@ class OfflineBatches:
     def recorded_model(self, model: str) -> str:
         return "offline"
 
-    def __init__(self, root: Path, model: Any = None, processing_s: float = 1.0, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, root: Path, model: Any, processing_s: float = 1.0, clock: Callable[[], datetime] = utcnow) -> None:
         self.root = root
         self.processing = timedelta(seconds=processing_s)
         self.clock = clock
-        self._model = model
+        self._model = model  # what answers each request: the offline model, which hands itself over
 
     # the API -------------------------------------------------------------------------------
     def create(self, requests: list[dict[str, Any]]) -> BatchStatus:
@@ -123,10 +123,6 @@ class OfflineBatches:
         return ["succeeded" if t <= stop else ("canceled" if record["cancel_at"] else "expired") for t in self._finish_times(record).values()]
 
     def _answer(self, request: dict[str, Any]) -> BatchEntry:
-        if self._model is None:
-            from nightwatch.offline.model import OfflineModel
-
-            self._model = OfflineModel()
         message = self._model.create(**request["params"])
         return BatchEntry(custom_id=request["custom_id"], kind="succeeded", content=[b.to_dict(mode="json") for b in message.content],
                           usage=usage_from(message.usage), stop_reason=message.stop_reason or "", model=message.model)

@@ -369,7 +369,7 @@ class OfflineModel(EmulatedMessagesAPI):
     def batch_backend(self, home: Path) -> Any:
         from nightwatch.offline.batches import OfflineBatches
 
-        return OfflineBatches(home / "batches" / "offline")
+        return OfflineBatches(home / "batches" / "offline", self)
 
     def poll_interval(self, initial_s: float, max_s: float) -> tuple[float, float]:
         return OFFLINE_POLL
