@@ -19,7 +19,7 @@ from nightwatch.agent.definitions import AgentDefinition
 from nightwatch.agent.loop import LoopConfig, LoopOutcome, run_agent
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
-from nightwatch.agent.tools import CodeCache, ToolRunner
+from nightwatch.agent.tools import CodeCache, ToolRunner, offered_tools
 from nightwatch.fix import lines_it_changes
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TraceData, TriageVerdict
 from nightwatch.prompts import investigation_message
@@ -138,8 +138,8 @@ def _loop_config(subject: Investigation, kit: AgentKit) -> LoopConfig:
 
 
 def _tools(kit: AgentKit) -> list[str]:
-    """The definition's tools, and run_test where the night can run the application's tests."""
-    return [*kit.definition.tools, "run_test"] if kit.tester is not None and kit.test_limit > 0 else list(kit.definition.tools)
+    """The definition's tools the night can offer: run_test (which needs "tests") where it can run the application's."""
+    return offered_tools(kit.definition.tools, {"tests"} if kit.tester is not None and kit.test_limit > 0 else set())
 
 
 def _focus(error: ErrorGroup, traces: TraceData) -> str:

@@ -1,7 +1,7 @@
 """Every tool schema NightWatch sends is one the API accepts and one a model can answer from the schema alone.
 
 The tools are collected from the requests the code builds (triage, every agent definition's loop with
-its forced final turn and its own summaries) plus TOOL_SCHEMAS, so a new tool is checked without a
+its forced final turn and its own summaries) plus every tool of TOOLS, so a new tool is checked without a
 change here. A schema that lists a `required` key it does not declare, or an object closed with
 `additionalProperties: false` that misses a field of its model, is refused or unanswerable: a model
 that fills exactly the schema it is given cannot produce a document the code accepts.
@@ -10,7 +10,6 @@ that fills exactly the schema it is given cannot produce a document the code acc
 from __future__ import annotations
 
 import copy
-import inspect
 import re
 import types
 import typing
@@ -26,7 +25,7 @@ from nightwatch.agent.definitions import list_definitions
 from nightwatch.agent.loop import LoopConfig, run_agent
 from nightwatch.agent.policy import ContextPolicy
 from nightwatch.agent.recall import EventLog
-from nightwatch.agent.tools import SUBMIT_TOOL, TOOL_SCHEMAS, CodeCache, ToolRunner
+from nightwatch.agent.tools import SUBMIT_TOOL, TOOLS, CodeCache, ToolRunner
 from nightwatch.models import Analysis
 from nightwatch.offline.emulated_api import EmulatedMessagesAPI
 from nightwatch.prompts import investigation_message
@@ -79,7 +78,7 @@ def _sent_requests(tmp_path: Path) -> list[dict[str, Any]]:
 def sent(tmp_path_factory) -> dict[str, dict[str, Any]]:
     """Every tool NightWatch offers, by name, as sent (without its cache breakpoint)."""
     tools: dict[str, dict[str, Any]] = {}
-    offered = [t for r in _sent_requests(tmp_path_factory.mktemp("contract")) for t in r["tools"]] + list(TOOL_SCHEMAS.values())
+    offered = [t for r in _sent_requests(tmp_path_factory.mktemp("contract")) for t in r["tools"]] + [t.schema for t in TOOLS.values()]
     for tool in offered:
         tool = {k: v for k, v in tool.items() if k != "cache_control"}
         assert tools.setdefault(tool["name"], tool) == tool, f"{tool['name']} is sent with two different definitions"
@@ -87,7 +86,7 @@ def sent(tmp_path_factory) -> dict[str, dict[str, Any]]:
 
 
 def test_the_collection_finds_every_kind_of_tool(sent):
-    assert {*TOOL_SCHEMAS, SUBMIT_TOOL, TRIAGE_TOOL, SUMMARY_TOOL} <= set(sent)
+    assert {*TOOLS, SUBMIT_TOOL, TRIAGE_TOOL, SUMMARY_TOOL} <= set(sent)
 
 
 def test_tool_names_match_the_api_pattern(sent):
@@ -125,7 +124,7 @@ def test_a_document_from_the_schema_alone_is_accepted(sent, optional):
 
 
 def test_every_tool_has_a_parser_to_check_against(sent):
-    assert [n for n in sent if n not in MODELS and n != SUMMARY_TOOL and not hasattr(ToolRunner, f"_{n}")] == []
+    assert [n for n in sent if n not in MODELS and n != SUMMARY_TOOL and n not in TOOLS] == []
 
 
 @pytest.mark.parametrize("schema", [
@@ -151,8 +150,7 @@ def _acceptance(name: str) -> Callable[[dict], Any]:
         return lambda doc: parse_answer([{"type": "tool_use", "name": TRIAGE_TOOL, "input": doc}])
     if name == SUMMARY_TOOL:
         return _summary_accepted
-    method = getattr(ToolRunner, f"_{name}")  # ToolRunner.run calls it with the input as keywords
-    return lambda doc: inspect.signature(method).bind(None, **doc)
+    return TOOLS[name].arguments.model_validate  # ToolRunner.run validates the input with the tool's own model
 
 
 def _summary_accepted(doc: dict) -> None:

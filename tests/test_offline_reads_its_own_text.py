@@ -3,7 +3,7 @@ message in the first message cannot list calls it never made, add frames to its 
 
 from __future__ import annotations
 
-from nightwatch.agent.tools import TOOL_SCHEMAS, render_traces
+from nightwatch.agent.tools import TOOLS, render_traces
 from nightwatch.models import ErrorGroup, StackFrame, SuspectCommit, TraceData
 from nightwatch.offline.model import OfflineAnalyst, _Conversation
 from nightwatch.prompts import investigation_message
@@ -54,7 +54,7 @@ def test_traces_that_name_the_first_messages_stack_are_read_through_it() -> None
 
 def test_the_offline_model_starts_from_the_real_stack() -> None:
     _, _, messages = _first_message()
-    tools = [TOOL_SCHEMAS[n] for n in ("read_file", "search_code", "get_error_traces")]
+    tools = [TOOLS[n].schema for n in ("read_file", "search_code", "get_error_traces")]
     blocks = OfflineAnalyst().respond({"messages": messages, "tools": tools})
     calls = [(b["name"], b["input"]) for b in blocks if b["type"] == "tool_use"]
     assert calls and all("lib/other.py" not in str(args) for _, args in calls)

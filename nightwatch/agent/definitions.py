@@ -15,9 +15,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from nightwatch import safe_yaml
+from nightwatch.agent.tools import TOOLS
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
-KNOWN_TOOLS = ("read_file", "search_code", "list_directory", "get_error_traces", "recall_context")
 
 
 class AgentDefinitionError(Exception):
@@ -33,7 +33,7 @@ class AgentDefinition(BaseModel):
     max_iterations: int = Field(default=12, ge=2, le=50)
     max_tokens: int = Field(default=8192, ge=512, le=64_000)
     thinking_budget: int = Field(default=0, ge=0, le=32_000)
-    tools: list[str] = Field(default_factory=lambda: list(KNOWN_TOOLS))
+    tools: list[str] = Field(default_factory=lambda: list(TOOLS))  # each offered where the night can (Tool.needs)
     languages: list[str] = Field(default_factory=list)
     system_prompt: str = Field(min_length=20)
     source: str = ""
@@ -41,9 +41,9 @@ class AgentDefinition(BaseModel):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, tools: list[str]) -> list[str]:
-        unknown = sorted(set(tools) - set(KNOWN_TOOLS))
+        unknown = sorted(set(tools) - set(TOOLS))
         if unknown:
-            raise ValueError(f"unknown tools {unknown}; known: {list(KNOWN_TOOLS)}")
+            raise ValueError(f"unknown tools {unknown}; known: {list(TOOLS)}")
         return tools
 
     @field_validator("thinking_budget")

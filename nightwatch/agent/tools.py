@@ -9,11 +9,15 @@ secret would leave a tail no rule recognises), so a single file cannot flood the
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 import time
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nightwatch.agent import search_view
 from nightwatch.agent.file_view import file_view, numbered_lines
@@ -31,79 +35,60 @@ SEEN_RUN = 5  # consecutive lines already in view that a read answers by referen
 MAX_RESULT_CHARS = 24_000
 TEST_PATH = re.compile(r"^(?:[\w.-]+/)*(?:test_[\w.-]*\.py|[\w.-]*_test\.py|[\w.-]*_spec\.rb|[\w.-]*_test\.rb)$")
 
-TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
-    "read_file": {
-        "name": "read_file",
-        "description": "Read a file of the repository, with line numbers. Use start_line/end_line for a range "
-        "when the file is long. Paths are relative to the repository root.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "e.g. app/models/order.rb"},
-                "start_line": {"type": "integer", "minimum": 1},
-                "end_line": {"type": "integer", "minimum": 1},
-            },
-            "required": ["path"],
-        },
-    },
-    "search_code": {
-        "name": "search_code",
-        "description": "Search the repository for a string (case-insensitive). Returns the matching lines under "
-        "their file as `line: text` (with a line of context when there are few) and counts what it left out. Use it "
-        "to find a method's definition and its callers.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 2},
-                "path_glob": {"type": "string", "description": "optional, e.g. app/models/*.rb"},
-            },
-            "required": ["query"],
-        },
-    },
-    "list_directory": {
-        "name": "list_directory",
-        "description": "List a directory of the repository; directories end with '/'.",
-        "input_schema": {"type": "object", "properties": {"path": {"type": "string", "default": ""}}},
-    },
-    "get_error_traces": {
-        "name": "get_error_traces",
-        "description": "The error's sample occurrences and full stack trace (redacted production data). Where the "
-        "source recorded them (Sentry's SDKs): `frame` shows an application frame's local variables and source lines "
-        "(0: the top [app] frame, 1: the next [app] frame down the stack, ...); `breadcrumbs` pages back through what the "
-        "application did before the error (0: the newest 20).",
-        "input_schema": {"type": "object", "properties": {
-            "frame": {"type": "integer", "minimum": 0, "description": "optional: which [app] frame, 0 the top"},
-            "breadcrumbs": {"type": "integer", "minimum": 0, "description": "optional: a page of breadcrumbs, 0 the newest"},
-        }},
-    },
-    "recall_context": {
-        "name": "recall_context",
-        "description": "Search everything seen earlier in this investigation, including tool results that were "
-        "cleared from the conversation. Use it when you need a detail you no longer have in view.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "words to look for, e.g. a method name"}},
-            "required": ["query"],
-        },
-    },
-    "run_test": {
-        "name": "run_test",
-        "description": "Run a regression test you write, in a sandbox (no network, a copy of the repository at the "
-        "night's commit with your test file added). Use it to show the production error: the test should fail with "
-        "the same exception class, raised through the crash frame; the answer says whether it does and ends with the "
-        "runner's output. A few runs per investigation; put the test that reproduces the error in your analysis's "
-        "regression_test, and NightWatch runs it again with your fix.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "the test file, e.g. tests/test_pricing_regression.py"},
-                "content": {"type": "string", "description": "the whole file"},
-                "test": {"type": "string", "description": "optional: one test as the runner names it (path::name)"},
-            },
-            "required": ["path", "content"],
-        },
-    },
-}
+class ToolArgs(BaseModel):
+    """A tool's arguments: validated before its function runs (an unknown or mistyped argument is an error result the
+    model can correct). The schema the model reads is this model's (nightwatch.agent.tool_schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _type_first(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema and its properties each with its `type` first (as a person writes one), and no
+    `additionalProperties` (the validation refuses what the schema does not name; the model need not read it)."""
+    out = {"type": schema["type"]} if "type" in schema else {}
+    for key, value in schema.items():
+        if key == "properties":
+            out[key] = {name: _type_first(prop) for name, prop in value.items()}
+        elif key not in ("type", "additionalProperties"):
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool, defined once by its function: the name is the function's, the description (written for the model) its
+    docstring, the arguments the pydantic model its `args` parameter is annotated with. `needs` names what the night
+    must have for the tool to be offered (run_test: a way to run the application's tests)."""
+
+    name: str
+    description: str
+    arguments: type[ToolArgs]
+    function: Callable[[Any, Any], "ToolOutcome"]
+    needs: str | None = None
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        schema = model_tool(self.name, self.description, self.arguments)
+        return {**schema, "input_schema": _type_first(schema["input_schema"])}
+
+
+TOOLS: dict[str, Tool] = {}  # every tool, in the order the model is offered them
+
+
+def tool(needs: str | None = None) -> Callable[[Callable[..., ToolOutcome]], Callable[..., ToolOutcome]]:
+    """Make `function(runner, args: SomeArgs) -> ToolOutcome` a tool: the one place a tool is defined."""
+
+    def register(function: Callable[..., ToolOutcome]) -> Callable[..., ToolOutcome]:
+        arguments = inspect.signature(function).parameters["args"].annotation
+        if isinstance(arguments, str):  # a module written with postponed annotations: resolved in its globals
+            arguments = typing.get_type_hints(function)["args"]
+        description = " ".join(inspect.cleandoc(function.__doc__ or "").split())
+        if not description or function.__name__ in TOOLS or function.__name__ == SUBMIT_TOOL:
+            raise ValueError(f"tool {function.__name__}: a tool needs a docstring (its description) and a name of its own")
+        TOOLS[function.__name__] = Tool(function.__name__, description, arguments, function, needs)
+        return function
+
+    return register
 
 
 def submit_tool_schema() -> dict[str, Any]:
@@ -116,7 +101,13 @@ def submit_tool_schema() -> dict[str, Any]:
 
 
 def tool_schemas(names: list[str]) -> list[dict[str, Any]]:
-    return [TOOL_SCHEMAS[n] for n in names] + [submit_tool_schema()]
+    return [TOOLS[n].schema for n in names] + [submit_tool_schema()]
+
+
+def offered_tools(names: list[str], can: set[str]) -> list[str]:
+    """Of a definition's tools, those the night can offer: a tool that needs something (`Tool.needs`) only where the
+    night has it."""
+    return [n for n in names if TOOLS[n].needs is None or TOOLS[n].needs in can]
 
 
 class CodeCache:
@@ -187,11 +178,13 @@ class ToolRunner:
             if name not in self.allowed:
                 raise CodeHostError(f"unknown tool '{name}'; available: {', '.join(self.allowed)}")
             self._iteration = iteration
-            outcome = getattr(self, f"_{name}")(**(args or {}))
+            defined = TOOLS[name]
+            outcome = defined.function(self, defined.arguments.model_validate(args or {}))
         except CodeHostError as exc:
             outcome = ToolOutcome(str(exc), is_error=True)
-        except TypeError as exc:
-            outcome = ToolOutcome(f"bad arguments for {name}: {exc}", is_error=True)
+        except ValidationError as exc:
+            outcome = ToolOutcome(f"bad arguments for {name}: " + "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()), is_error=True)
         outcome.text = _capped(outcome.text)  # redacted whole, then cut
         if outcome.read_path is not None:  # only what the model is really shown counts as in view
             self.note_shown(outcome.read_path, outcome.text, iteration)
@@ -207,22 +200,6 @@ class ToolRunner:
             label = redact(f"{name} {json.dumps(args, sort_keys=True, default=str)}")
             self.events.append(self.fingerprint, "tool_result", label, outcome.text, iteration)
         return outcome
-
-    def _read_file(self, path: str, start_line: int | None = None, end_line: int | None = None) -> ToolOutcome:
-        path, mapped = self.cache.paths.repo_path(path)  # a production path from the trace reads its repository file
-        text, cached = self.cache.get(
-            ("read", path, start_line, end_line),
-            lambda: self.cache.host.read_file(path, start_line=start_line, end_line=end_line, numbered=True),
-        )
-        raw = text
-        if self.lean and start_line is None and end_line is None:  # a long file: the trace's window and an outline
-            text = file_view(path, text, self._focus_line(path))
-        if path not in self.files_examined:
-            self.files_examined.append(path)
-        shown = self._already_shown(path, start_line, end_line, text, self._iteration)
-        if shown is None:
-            text = self._trim_seen(path, text)
-        return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached, full_chars=len(raw), read_path=path)
 
     def note_shown(self, path: str, numbered: str, iteration: int) -> None:
         """Record the numbered lines of `path` the model has in view, with their text (iteration 0: the first
@@ -281,17 +258,6 @@ class ToolRunner:
         """The line of the first application frame in this file, if the trace names one."""
         return next((f.line for f in self.traces.stack_frames if f.in_app and f.file == path and f.line), None)
 
-    def _search_code(self, query: str, path_glob: str | None = None) -> ToolOutcome:
-        limit = search_view.SCANNED if self.lean else SEARCH_SHOWN + 1
-        hits, cached = self.cache.get(("search", query, path_glob, limit),
-                                      lambda: self.cache.host.search_code(query, path_glob=path_glob, limit=limit))
-        plain = _plain_hits(query, hits)
-        if self.lean:
-            exhaustive = getattr(self.cache.host, "search_is_exhaustive", False)
-            return ToolOutcome(search_view.search_view(query, hits, self._numbered_lines, exhaustive), cached=cached,
-                               full_chars=len(plain))
-        return ToolOutcome(plain, cached=cached)
-
     def _numbered_lines(self, path: str) -> dict[int, str]:
         """A file's lines by number, through the code cache (for a few search hits' context); {} if unreadable."""
         try:
@@ -301,33 +267,122 @@ class ToolRunner:
             return {}
         return dict(numbered_lines(text))
 
-    def _list_directory(self, path: str = "") -> ToolOutcome:
-        entries, cached = self.cache.get(("list", path), lambda: self.cache.host.list_directory(path))
-        shown = entries[:LIST_SHOWN]
-        more = (f"\n… {len(entries) - LIST_SHOWN:,} more entries of {len(entries):,}: list a subfolder, or find a file with "
-                "search_code and a path_glob") if len(entries) > LIST_SHOWN else ""
-        return ToolOutcome("\n".join(shown) + more or "(empty directory)", cached=cached)
 
-    def _get_error_traces(self, frame: int | None = None, breadcrumbs: int | None = None) -> ToolOutcome:
-        if frame is not None:
-            return ToolOutcome(fence("error traces", frame_details(self.traces, int(frame))))
-        if breadcrumbs is not None:
-            return ToolOutcome(fence("error traces", breadcrumb_page(self.traces, int(breadcrumbs))))
-        return ToolOutcome(fence("error traces", render_traces(self.traces, lean=self.lean and self.context_intact)))
 
-    def _recall_context(self, query: str) -> ToolOutcome:
-        return ToolOutcome(recall(self.events, query, self.fingerprint))
+# the tools: each defined once, by its function ------------------------------------------------------------
 
-    def _run_test(self, path: str, content: str, test: str = "") -> ToolOutcome:
-        if self.tester is None:
-            raise CodeHostError("run_test is not available in this investigation")
-        if self._tests_run >= self.test_limit:
-            raise CodeHostError(f"run_test was used {self.test_limit} times, its limit; submit your analysis with the "
-                                "regression test you have")
-        if not TEST_PATH.match(path) or ".." in path.split("/"):
-            raise CodeHostError(f"{path!r} is not a test file path (tests/.../test_*.py, *_test.py or spec/..._spec.rb)")
-        self._tests_run += 1
-        return ToolOutcome(self.tester(path, content, test))
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="e.g. app/models/order.rb")
+    start_line: int | None = Field(None, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+@tool()
+def read_file(runner: ToolRunner, args: ReadFileArgs) -> ToolOutcome:
+    """Read a file of the repository, with line numbers. Use start_line/end_line for a range when the file is long.
+    Paths are relative to the repository root."""
+    path, mapped = runner.cache.paths.repo_path(args.path)  # a production path from the trace reads its repository file
+    start, end = args.start_line, args.end_line
+    text, cached = runner.cache.get(
+        ("read", path, start, end), lambda: runner.cache.host.read_file(path, start_line=start, end_line=end, numbered=True))
+    raw = text
+    if runner.lean and start is None and end is None:  # a long file: the trace's window and an outline
+        text = file_view(path, text, runner._focus_line(path))
+    if path not in runner.files_examined:
+        runner.files_examined.append(path)
+    shown = runner._already_shown(path, start, end, text, runner._iteration)
+    if shown is None:
+        text = runner._trim_seen(path, text)
+    return ToolOutcome(shown or (f"{mapped}\n{text}" if mapped else text), cached=cached, full_chars=len(raw), read_path=path)
+
+
+class SearchCodeArgs(ToolArgs):
+    query: str = Field(min_length=2)
+    path_glob: str | None = Field(None, description="optional, e.g. app/models/*.rb")
+
+
+@tool()
+def search_code(runner: ToolRunner, args: SearchCodeArgs) -> ToolOutcome:
+    """Search the repository for a string (case-insensitive). Returns the matching lines under their file as
+    `line: text` (with a line of context when there are few) and counts what it left out. Use it to find a method's
+    definition and its callers."""
+    limit = search_view.SCANNED if runner.lean else SEARCH_SHOWN + 1
+    hits, cached = runner.cache.get(("search", args.query, args.path_glob, limit),
+                                    lambda: runner.cache.host.search_code(args.query, path_glob=args.path_glob, limit=limit))
+    plain = _plain_hits(args.query, hits)
+    if runner.lean:
+        exhaustive = getattr(runner.cache.host, "search_is_exhaustive", False)
+        return ToolOutcome(search_view.search_view(args.query, hits, runner._numbered_lines, exhaustive), cached=cached,
+                           full_chars=len(plain))
+    return ToolOutcome(plain, cached=cached)
+
+
+class ListDirectoryArgs(ToolArgs):
+    path: str = ""
+
+
+@tool()
+def list_directory(runner: ToolRunner, args: ListDirectoryArgs) -> ToolOutcome:
+    """List a directory of the repository; directories end with '/'."""
+    entries, cached = runner.cache.get(("list", args.path), lambda: runner.cache.host.list_directory(args.path))
+    shown = entries[:LIST_SHOWN]
+    more = (f"\n… {len(entries) - LIST_SHOWN:,} more entries of {len(entries):,}: list a subfolder, or find a file with "
+            "search_code and a path_glob") if len(entries) > LIST_SHOWN else ""
+    return ToolOutcome("\n".join(shown) + more or "(empty directory)", cached=cached)
+
+
+class ErrorTracesArgs(ToolArgs):
+    frame: int | None = Field(None, ge=0, description="optional: which [app] frame, 0 the top")
+    breadcrumbs: int | None = Field(None, ge=0, description="optional: a page of breadcrumbs, 0 the newest")
+
+
+@tool()
+def get_error_traces(runner: ToolRunner, args: ErrorTracesArgs) -> ToolOutcome:
+    """The error's sample occurrences and full stack trace (redacted production data). Where the source recorded them
+    (Sentry's SDKs): `frame` shows an application frame's local variables and source lines (0: the top [app] frame, 1:
+    the next [app] frame down the stack, ...); `breadcrumbs` pages back through what the application did before the
+    error (0: the newest 20)."""
+    if args.frame is not None:
+        return ToolOutcome(fence("error traces", frame_details(runner.traces, int(args.frame))))
+    if args.breadcrumbs is not None:
+        return ToolOutcome(fence("error traces", breadcrumb_page(runner.traces, int(args.breadcrumbs))))
+    return ToolOutcome(fence("error traces", render_traces(runner.traces, lean=runner.lean and runner.context_intact)))
+
+
+class RecallArgs(ToolArgs):
+    query: str = Field(description="words to look for, e.g. a method name")
+
+
+@tool()
+def recall_context(runner: ToolRunner, args: RecallArgs) -> ToolOutcome:
+    """Search everything seen earlier in this investigation, including tool results that were cleared from the
+    conversation. Use it when you need a detail you no longer have in view."""
+    return ToolOutcome(recall(runner.events, args.query, runner.fingerprint))
+
+
+class RunTestArgs(ToolArgs):
+    path: str = Field(description="the test file, e.g. tests/test_pricing_regression.py")
+    content: str = Field(description="the whole file")
+    test: str | None = Field(None, description="optional: one test as the runner names it (path::name)")
+
+
+@tool(needs="tests")
+def run_test(runner: ToolRunner, args: RunTestArgs) -> ToolOutcome:
+    """Run a regression test you write, in a sandbox (no network, a copy of the repository at the night's commit with
+    your test file added). Use it to show the production error: the test should fail with the same exception class,
+    raised through the crash frame; the answer says whether it does and ends with the runner's output. A few runs per
+    investigation; put the test that reproduces the error in your analysis's regression_test, and NightWatch runs it
+    again with your fix."""
+    if runner.tester is None:
+        raise CodeHostError("run_test is not available in this investigation")
+    if runner._tests_run >= runner.test_limit:
+        raise CodeHostError(f"run_test was used {runner.test_limit} times, its limit; submit your analysis with the "
+                            "regression test you have")
+    if not TEST_PATH.match(args.path) or ".." in args.path.split("/"):
+        raise CodeHostError(f"{args.path!r} is not a test file path (tests/.../test_*.py, *_test.py or spec/..._spec.rb)")
+    runner._tests_run += 1
+    return ToolOutcome(runner.tester(args.path, args.content, args.test or ""))
 
 
 def _plain_hits(query: str, hits: list[Any]) -> str:

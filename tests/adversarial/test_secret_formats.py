@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nightwatch.agent.recall import EventLog
-from nightwatch.agent.tools import MAX_RESULT_CHARS, TOOL_SCHEMAS, CodeCache, ToolRunner, _capped, render_traces
+from nightwatch.agent.tools import MAX_RESULT_CHARS, TOOLS, CodeCache, ToolRunner, _capped, render_traces
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.models import TraceData
 from nightwatch.redact import REDACTED, cap, clean, fence, redact
@@ -189,7 +189,7 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _runner(repo: Path, traces: TraceData | None = None) -> ToolRunner:
     return ToolRunner(cache=CodeCache(LocalRepoHost(repo)), traces=traces or TraceData(fingerprint="fp"), events=EventLog(),
-                      run_id="r1", fingerprint="fp", allowed=list(TOOL_SCHEMAS))
+                      run_id="r1", fingerprint="fp", allowed=list(TOOLS))
 
 
 def _logged(runner: ToolRunner) -> str:
