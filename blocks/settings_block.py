@@ -1,8 +1,9 @@
 """Blocks mirror `nightwatch.settings.Settings`; they are read only here, at the Prefect edge.
 
 A platform team saves one `NightWatchConfig` block per application (with its credential blocks)
-and names it in the deployment's `settings_block` parameter. Values set in the block override the
-environment; flow parameters override both.
+and names it in the deployment's `settings_block` parameter. The precedence is nightwatch.settings's: a flow
+parameter, then an environment variable set on the worker, then the block, then the default; a block's value never
+hides a variable someone set on purpose.
 """
 
 from __future__ import annotations
@@ -109,10 +110,15 @@ def _load(block_name: str) -> "NightWatchConfig":
 
 
 def resolve_settings(block_name: str | None, overrides: dict[str, Any] | None = None) -> Settings:
-    """Environment, then the named block, then explicit overrides."""
+    """The run's overrides, then what the environment (or .env) sets, then the named block, then the defaults."""
     base = Settings()
     values = base.model_dump()
     if block_name:
-        values |= _load(block_name).settings_values()
+        values |= {k: v for k, v in _load(block_name).settings_values().items() if k not in base.model_fields_set}
     values |= {k: v for k, v in (overrides or {}).items() if v is not None}
     return Settings(**values)
+
+
+def block_values(block_name: str) -> dict[str, Any]:
+    """What the named block sets, by setting name (for `nightwatch check`'s origins)."""
+    return _load(block_name).settings_values()

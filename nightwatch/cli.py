@@ -248,13 +248,21 @@ def check(
     offline: bool = typer.Option(False, "--offline", help="Skip the calls that verify credentials against live APIs."),
     test_env: bool = typer.Option(False, "--test-env", help="Make (or reuse) the application's test environment, even "
                                   "where its set-up failed before, and run one of its tests in the sandbox."),
+    settings_block: Optional[str] = typer.Option(None, help="A saved NightWatchConfig Prefect block, as `run` would read it."),
 ) -> None:
-    """Each source (live, offline default, or misconfigured, and why), then what can be verified cheaply:
-    the Anthropic key and models, the agent, the ignore file, writable folders. Exit 2 on any problem."""
+    """Each source (live, offline default, or misconfigured, and why), where issues and pull requests will be written,
+    where each setting's value comes from, then what can be verified cheaply: the Anthropic key and models, the agent,
+    the ignore file, writable folders. Exit 2 on any problem."""
     from nightwatch.preflight import problems, run_checks, test_environment_check
+    from nightwatch.render.origins import check_report, check_text
     from nightwatch.runtime import source_statuses
+    from nightwatch.settings import origins
 
-    settings = _settings()
+    settings, values = _settings(), None
+    if settings_block:  # the Prefect edge: only this option of check loads a block
+        from blocks.settings_block import block_values, resolve_settings
+
+        settings, values = resolve_settings(settings_block), block_values(settings_block)
     if test_env:
         lines, code = test_environment_check(settings)
         for line in lines:
@@ -264,15 +272,8 @@ def check(
         raise typer.Exit(code)
     statuses = source_statuses(settings)
     checks = run_checks(settings, statuses, probe_api=not offline)
-    if output is Output.json:
-        typer.echo(json.dumps({"sources": [s.model_dump() for s in statuses],
-                               "checks": [{"name": c.name, "state": c.state, "detail": c.detail} for c in checks]}, indent=2))
-    else:
-        for s in statuses:
-            typer.echo(f"{s.name:<10} {s.state:<14} {s.detail}")
-        typer.echo("")
-        for c in checks:
-            typer.echo(f"{c.name:<14} {c.state:<8} {c.detail}")
+    report = check_report(settings, statuses, checks, origins(settings_block, values))
+    typer.echo(json.dumps(report, indent=2) if output is Output.json else check_text(report))
     if problems(checks):
         raise typer.Exit(2)
 

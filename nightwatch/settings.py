@@ -1,16 +1,23 @@
 """Settings: one pydantic-settings model, `NIGHTWATCH_` prefix, secrets as SecretStr.
 
-The SDKs' own variables are honoured too (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, NEW_RELIC_API_KEY,
-GITHUB_TOKEN, SLACK_BOT_TOKEN), so a machine already set up for those tools needs nothing new.
-Prefect Blocks (blocks/) produce the same model at the Prefect edge.
+The SDKs' own variables are honoured too (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, NEW_RELIC_API_KEY, SENTRY_AUTH_TOKEN,
+SLACK_BOT_TOKEN), so a machine already set up for those tools needs nothing new. GitHub Actions' own variables
+(GITHUB_REPOSITORY and GITHUB_API_URL, set in every job, and GITHUB_TOKEN) are read only when
+NIGHTWATCH_GITHUB_ACTIONS=true says so: a job's own repository is not where a night files issues unless you say it is.
+
+Precedence, one for every setting: a value given for this run (a flow parameter, a command's option), then an
+environment variable (or the `.env` file of the current folder), then the NightWatch Config block, then the default.
+Prefect Blocks (blocks/) produce the same model at the Prefect edge; `origins` says where each value came from.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -112,15 +119,16 @@ class Settings(BaseSettings):
                                                             "after the ignore file, to every source.")
 
     # Code host: GitHub (token + repo) or a local checkout.
-    github_token: SecretStr | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_TOKEN", "GITHUB_TOKEN"),
-                                           description="A GitHub token that may read the code and write issues and pull "
-                                                       "requests of the repository.")
-    github_repo: str | None = Field(default=None, validation_alias=_env("NIGHTWATCH_GITHUB_REPO", "GITHUB_REPOSITORY"),
-                                    description="The application's repository, owner/name.")
-    github_base_url: str = Field(
-        default="https://api.github.com", validation_alias=_env("NIGHTWATCH_GITHUB_BASE_URL", "GITHUB_API_URL"),
-        description="GitHub's API address; GitHub Enterprise: https://HOST/api/v3."
-    )
+    github_token: SecretStr | None = Field(default=None, description="A GitHub token that may read the code and write "
+                                                                     "issues and pull requests of the repository.")
+    github_repo: str | None = Field(default=None, description="The application's repository, owner/name: where issues "
+                                                              "and pull requests are filed.")
+    github_base_url: str = Field(default="https://api.github.com", description="GitHub's API address; GitHub "
+                                                                               "Enterprise: https://HOST/api/v3.")
+    github_actions: bool = Field(default=False, description="Inside a GitHub Actions job: take the token, repository "
+                                 "and API address from GITHUB_TOKEN, GITHUB_REPOSITORY and GITHUB_API_URL where "
+                                 "NIGHTWATCH_GITHUB_TOKEN, _REPO and _BASE_URL are unset. Off: those variables are "
+                                 "never read.")
     code_path: Path | None = Field(default=None, description="A local git checkout used as the code host.")
     path_prefixes: str = Field(
         default="", description="Comma-separated deploy roots stripped from trace paths before they are matched to the "
@@ -213,6 +221,16 @@ class Settings(BaseSettings):
     test_timeout_s: float = Field(default=120.0, gt=0, description="Wall clock of one test run in the sandbox.")
     run_test_limit: int = Field(default=3, ge=0, description="run_test calls an investigation may make.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_github_actions(cls, data: Any) -> Any:
+        """GitHub Actions' own variables, where the job said to read them, fill what NIGHTWATCH_GITHUB_* left unset."""
+        if not isinstance(data, dict) or str(data.get("github_actions", "")).lower() not in ("1", "true", "yes", "on"):
+            return data
+        taken = {field: os.environ[name] for field, name in GITHUB_ACTIONS_VARIABLES.items()
+                 if data.get(field) is None and os.environ.get(name)}
+        return {**data, **taken}
+
     @property
     def nerdgraph_url(self) -> str:
         return self.newrelic_endpoint or NERDGRAPH_ENDPOINTS[self.newrelic_region]
@@ -232,3 +250,51 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: object) -> Settings:
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+GITHUB_ACTIONS_VARIABLES = {"github_token": "GITHUB_TOKEN", "github_repo": "GITHUB_REPOSITORY",
+                            "github_base_url": "GITHUB_API_URL"}
+
+
+def env_names(name: str, field: FieldInfo) -> list[str]:
+    """The variables that set a field, in the order they are read: its aliases, else NIGHTWATCH_ and its name."""
+    alias = field.validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(choice) for choice in alias.choices]
+    if isinstance(alias, str):
+        return [alias]
+    return [f"{Settings.model_config.get('env_prefix', '')}{name}".upper()]
+
+
+def env_file() -> Path:
+    """The `.env` file a Settings() reads: the current folder's."""
+    return Path(str(Settings.model_config.get("env_file") or ".env")).resolve()
+
+
+def origins(block: str | None = None, block_values: dict[str, Any] | None = None,
+            given: dict[str, Any] | None = None) -> dict[str, str]:
+    """Where each setting's value comes from, in the precedence settings are resolved by (module docstring): `given`
+    (this run's parameters or options), an environment variable, the `.env` file, GitHub Actions' variables (where
+    github_actions says so), the block `block` (its `block_values`), else the default."""
+    from dotenv import dotenv_values
+
+    dotenv = {k.upper(): v for k, v in dotenv_values(env_file()).items()} if env_file().is_file() else {}
+    actions = Settings().github_actions
+    out = {}
+    for name, field in Settings.model_fields.items():
+        names = env_names(name, field)
+        from_env = next((n for n in names if n in os.environ), None)
+        from_file = next((n for n in names if n in dotenv), None)
+        if given and given.get(name) is not None:
+            out[name] = "this run's parameters"
+        elif from_env:
+            out[name] = f"environment {from_env}"
+        elif from_file:
+            out[name] = f"{env_file()} {from_file}"
+        elif actions and name in GITHUB_ACTIONS_VARIABLES and os.environ.get(GITHUB_ACTIONS_VARIABLES[name]):
+            out[name] = f"GitHub Actions {GITHUB_ACTIONS_VARIABLES[name]}"
+        elif block_values and block_values.get(name) is not None:
+            out[name] = f"block {block}"
+        else:
+            out[name] = "default"
+    return out

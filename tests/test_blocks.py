@@ -1,12 +1,21 @@
-"""Blocks produce the same Settings as the environment; secrets stay SecretStr."""
+"""Blocks produce the same Settings as the environment, never above a variable set on purpose; secrets stay SecretStr;
+`origins` names where each value came from."""
 
 from __future__ import annotations
 
 from pydantic import SecretStr
 
-from blocks import AnthropicCredentials, GitHubCredentials, NewRelicCredentials, NightWatchConfig, SlackCredentials
+from blocks import (
+    AnthropicCredentials,
+    GitHubCredentials,
+    NewRelicCredentials,
+    NightWatchConfig,
+    SlackCredentials,
+    settings_block,
+)
+from nightwatch.render.origins import unread_variables
 from nightwatch.runtime import source_statuses
-from nightwatch.settings import Settings
+from nightwatch.settings import Settings, origins
 
 
 def test_config_block_maps_onto_settings():
@@ -32,8 +41,60 @@ def test_empty_block_changes_nothing():
 def test_environment_names_the_sdks_use(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("NEW_RELIC_REGION", "EU")
-    monkeypatch.setenv("GITHUB_API_URL", "https://ghe.example/api/v3")
+    monkeypatch.setenv("NIGHTWATCH_GITHUB_BASE_URL", "https://ghe.example/api/v3")
     monkeypatch.setenv("NIGHTWATCH_SLACK_BASE_URL", "http://127.0.0.1:2/api/")
     s = Settings()
     assert (s.anthropic_base_url, s.newrelic_region, s.github_base_url, s.slack_base_url) == (
         "http://127.0.0.1:1", "EU", "https://ghe.example/api/v3", "http://127.0.0.1:2/api/")
+
+
+# precedence: this run's values, then the environment, then the block, then the default -----------------------------
+
+
+def a_block(monkeypatch) -> None:
+    config = NightWatchConfig(anthropic=AnthropicCredentials(api_key="sk-ant-block"),  # model left at its default
+                              github=GitHubCredentials(token="ghp_block", repo="acme/from-block"), max_errors=5)
+    monkeypatch.setattr(settings_block, "_load", lambda name: config)
+
+
+def test_a_block_never_hides_a_variable_set_on_purpose(monkeypatch):
+    a_block(monkeypatch)
+    monkeypatch.setenv("NIGHTWATCH_MODEL", "claude-opus-4-6")  # the block's credentials carry a default model
+    monkeypatch.setenv("NIGHTWATCH_MAX_ERRORS", "7")
+    s = settings_block.resolve_settings("shop")
+    assert (s.model, s.max_errors, s.github_repo) == ("claude-opus-4-6", 7, "acme/from-block")
+    assert s.anthropic_api_key.get_secret_value() == "sk-ant-block"  # what the environment leaves unset, the block sets
+    assert settings_block.resolve_settings("shop", {"max_errors": 2, "model": None}).max_errors == 2  # this run's value
+    monkeypatch.delenv("NIGHTWATCH_MODEL")
+    assert settings_block.resolve_settings("shop").model == "claude-sonnet-4-6"  # the block's, which is the default
+
+
+def test_origins_name_where_each_value_came_from(monkeypatch, tmp_path):
+    a_block(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("NIGHTWATCH_MAX_ISSUES=1\nSLACK_BOT_TOKEN=xoxb-file\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
+    found = origins("shop", settings_block.block_values("shop"), {"since_hours": 6.0})
+    assert found["anthropic_api_key"] == "environment ANTHROPIC_API_KEY"
+    assert found["max_issues"] == f"{tmp_path / '.env'} NIGHTWATCH_MAX_ISSUES"
+    assert found["slack_bot_token"] == f"{tmp_path / '.env'} SLACK_BOT_TOKEN"
+    assert found["github_repo"] == found["max_errors"] == "block shop"
+    assert found["since_hours"] == "this run's parameters" and found["mode"] == "default"
+    assert found["triage_model"] == "block shop"  # its credentials carry a model of their own, set or not
+    assert Settings().max_issues == 1  # the .env file read is the one named
+
+
+def test_github_actions_variables_are_read_only_when_asked(monkeypatch):
+    monkeypatch.setenv("GITHUB_REPOSITORY", "acme/the-ci-job")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_" + "a" * 36)
+    monkeypatch.setenv("GITHUB_API_URL", "https://ghe.example/api/v3")
+    s = Settings()
+    assert (s.github_repo, s.github_token, s.github_base_url) == (None, None, "https://api.github.com")
+    assert {st.name: st.state for st in source_statuses(s)}["github"] == "offline"
+    assert unread_variables(s) and "NIGHTWATCH_GITHUB_ACTIONS=true" in unread_variables(s)[0]
+    monkeypatch.setenv("NIGHTWATCH_GITHUB_ACTIONS", "true")
+    s = Settings()
+    assert (s.github_repo, s.github_base_url) == ("acme/the-ci-job", "https://ghe.example/api/v3") and s.github_token
+    assert origins()["github_repo"] == "GitHub Actions GITHUB_REPOSITORY" and not unread_variables(s)
+    monkeypatch.setenv("NIGHTWATCH_GITHUB_REPO", "acme/shop")  # NightWatch's own variable still wins
+    assert Settings().github_repo == "acme/shop" and origins()["github_repo"] == "environment NIGHTWATCH_GITHUB_REPO"

@@ -41,7 +41,7 @@ def test_check_partial_credentials_exit_2_without_leaking(monkeypatch):
 
 
 def test_run_refuses_partial_credentials(monkeypatch):
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefghijklmnopqrstuvwxyz0123")
+    monkeypatch.setenv("NIGHTWATCH_GITHUB_TOKEN", "ghp_abcdefghijklmnopqrstuvwxyz0123")
     result = runner.invoke(app, ["run"])
     assert result.exit_code == 2 and "github" in result.stderr and "repository missing" in result.stderr
     assert "ghp_" not in result.stderr

@@ -76,6 +76,14 @@ def test_the_configuration_page_is_what_the_settings_model_says() -> None:
     assert checked.returncode == 0, checked.stderr
 
 
+def test_the_env_example_names_every_setting() -> None:
+    from nightwatch.settings import Settings, env_names
+
+    example = (ROOT / ".env.example").read_text()
+    missing = [name for name, field in Settings.model_fields.items() if f"# {env_names(name, field)[-1]}=" not in example]
+    assert missing == []
+
+
 def test_the_configuration_page_names_every_setting_by_each_of_its_variables() -> None:
     from nightwatch.settings import Settings
 

@@ -200,7 +200,7 @@ def test_one_night_at_a_time_scores_as_the_baseline_did(tmp_path: Path, prefect_
 
 def test_the_eval_refuses_to_start_while_a_live_service_is_configured(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NIGHTWATCH_", "NEW_RELIC_", "GITHUB_", "SLACK_"))}
-    env |= {"GITHUB_TOKEN": "ghp_x", "GITHUB_REPOSITORY": "acme/shop", "NIGHTWATCH_HOME": str(tmp_path)}
+    env |= {"NIGHTWATCH_GITHUB_TOKEN": "ghp_x", "NIGHTWATCH_GITHUB_REPO": "acme/shop", "NIGHTWATCH_HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "nightwatch.cli", "eval", "--cases-dir", str(EVALS)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=PROCESS_GUARD_S)
     assert proc.returncode == 2
