@@ -35,10 +35,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from knowledge_store.documents import ERRORS_DIR, doc_name, merge, render_doc, write_error_doc  # noqa: E402
-from knowledge_store.index import index_path, open_index  # noqa: E402
-from knowledge_store.metrics import MetricsStore  # noqa: E402
-from knowledge_store.search import search_prior_knowledge  # noqa: E402
+from nightwatch.knowledge_store.documents import ERRORS_DIR, doc_name, merge, render_doc, write_error_doc  # noqa: E402
+from nightwatch.knowledge_store.index import index_path, open_index  # noqa: E402
+from nightwatch.knowledge_store.metrics import MetricsStore  # noqa: E402
+from nightwatch.knowledge_store.search import search_prior_knowledge  # noqa: E402
+
 from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, FileChange  # noqa: E402
 from nightwatch.patterns import detect_patterns, module_of  # noqa: E402
 

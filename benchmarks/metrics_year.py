@@ -26,9 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from knowledge_store.duck import ANALYST_QUERIES, connect_readonly, ensure_views  # noqa: E402
-from knowledge_store.layout import STAGING  # noqa: E402
-from knowledge_store.metrics import MetricsStore  # noqa: E402
+from nightwatch.knowledge_store.duck import ANALYST_QUERIES, connect_readonly, ensure_views  # noqa: E402
+from nightwatch.knowledge_store.layout import STAGING  # noqa: E402
+from nightwatch.knowledge_store.metrics import MetricsStore  # noqa: E402
+
 from nightwatch.models import (  # noqa: E402
     Analysis,
     ErrorAnalysisResult,

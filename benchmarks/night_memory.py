@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from nightwatch import environment
 
     environment.configure(home)
-    from flows.nightwatch import run_night
+    from nightwatch.flows.nightwatch import run_night
 
     samples: dict[int, dict[str, float]] = {}
     started = time.monotonic()

@@ -174,12 +174,12 @@ def sdk(fake):
 # wall time -----------------------------------------------------------------------------------
 def wall_times(items, home: Path, concurrencies: list[int]) -> dict[str, float]:
     """The triage subflow, interactive, one night per concurrency (distinct windows: nothing cached)."""
+    from nightwatch.flows.triage import triage_flow
+    from nightwatch.tasks.api_limits import API_LIMIT, ensure_api_limit
+    from nightwatch.tasks.context import NightRequest, new_context, open_night, runtime
     from prefect.client.orchestration import get_client
 
-    from flows.triage import triage_flow
     from nightwatch.settings import Settings
-    from tasks.api_limits import API_LIMIT, ensure_api_limit
-    from tasks.context import NightRequest, new_context, open_night, runtime
     from tests.fakes.anthropic_batches import FakeAnthropicBatches
 
     out = {}

@@ -1,6 +1,6 @@
 """Prefect Blocks: NightWatch's credentials and settings, editable in the Prefect UI."""
 
-from blocks.settings_block import (
+from nightwatch.blocks.settings_block import (
     AnthropicCredentials,
     GitHubCredentials,
     NewRelicCredentials,

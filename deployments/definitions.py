@@ -1,11 +1,11 @@
 """The deployments of one application: `nightly` (scheduled, batch triage), `manual`, and `collect`
 (which resumes a batch night whose batch outlived the nightly run's wait).
 
-`python -m deployments.serve` serves all three from this process (what `make ui` runs); `prefect deploy`
+`python -m nightwatch.deployments.serve` serves all three from this process (what `make ui` runs); `prefect deploy`
 with prefect.yaml registers the same on a work pool for a platform team. One set per application:
 give each its own `settings_block`.
 
-Entrypoints are module paths (`flows.nightwatch:nightwatch_flow`), not file paths: Prefect loads a
+Entrypoints are module paths (`nightwatch.flows.nightwatch:nightwatch_flow`), not file paths: Prefect loads a
 file path as a script named after the file, and a script named `nightwatch` would shadow the package.
 """
 
@@ -26,10 +26,9 @@ def manual_parameters() -> dict:
 
 
 def build_deployments(settings_block: str | None = None) -> list:
+    from nightwatch.flows.nightwatch import nightwatch_flow
     from prefect.schedules import Cron
     from prefect.types.entrypoint import EntrypointType
-
-    from flows.nightwatch import nightwatch_flow
 
     extra = {"settings_block": settings_block} if settings_block else {}
     nightly = nightwatch_flow.to_deployment(
@@ -48,9 +47,8 @@ def build_deployments(settings_block: str | None = None) -> list:
 def build_collect_deployment(settings_block: str | None = None):
     """`collect`: no schedule of its own. A batch night whose triage batch is still processing schedules
     a run of it for later, with that night's parameters; the run resumes the night (tasks/batch_handoff.py)."""
+    from nightwatch.flows.nightwatch import nightwatch_flow
     from prefect.types.entrypoint import EntrypointType
-
-    from flows.nightwatch import nightwatch_flow
 
     extra = {"settings_block": settings_block} if settings_block else {}
     return nightwatch_flow.to_deployment(

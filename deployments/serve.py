@@ -39,9 +39,8 @@ def _unraisable(event: sys.UnraisableHookArgs) -> None:
 
 def main() -> None:
     environment.configure(Path(os.environ.get("NIGHTWATCH_HOME", ".nightwatch")).resolve(), log_level="INFO")
+    from nightwatch.deployments.definitions import build_collect_deployment, build_deployments
     from prefect import serve
-
-    from deployments.definitions import build_collect_deployment, build_deployments
 
     sys.unraisablehook = _unraisable
     signal.signal(signal.SIGINT, _stop)

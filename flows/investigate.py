@@ -8,6 +8,10 @@ verdict, and the report says so.
 
 from __future__ import annotations
 
+from nightwatch.tasks._prefect import from_cache, raised
+from nightwatch.tasks.context import RunContext, settings_for
+from nightwatch.tasks.investigate_tasks import at_once, ensure_limit, investigate_error_task
+from nightwatch.tasks.night_inputs import load, stash
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -15,10 +19,6 @@ from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.investigate import InvestigationInterrupted
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, TokenUsage, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
-from tasks._prefect import from_cache, raised
-from tasks.context import RunContext, settings_for
-from tasks.investigate_tasks import at_once, ensure_limit, investigate_error_task
-from tasks.night_inputs import load, stash
 
 
 def investigate_flow(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext],

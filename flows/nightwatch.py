@@ -12,15 +12,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from nightwatch.flows.investigate import budget_note, investigate_flow
+from nightwatch.flows.triage import triage_flow
+from nightwatch.knowledge_store.index import KnowledgeState
+from nightwatch.knowledge_store.trend import TREND_FILE
+from nightwatch.tasks import result_storage
+from nightwatch.tasks import steps_fetch as fetch
+from nightwatch.tasks import steps_learn as learn
+from nightwatch.tasks import steps_publish as publish
+from nightwatch.tasks._prefect import label_cached_runs, quiet_local_api
+from nightwatch.tasks.context import (
+    NightRequest,
+    RunContext,
+    attempt_name,
+    new_context,
+    open_night,
+    report_dir,
+    runtime,
+    settings_for,
+)
+from nightwatch.tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 from prefect import flow, get_run_logger
 from prefect.context import get_run_context
 from prefect.states import Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.investigate import budget_note, investigate_flow
-from flows.triage import triage_flow
-from knowledge_store.index import KnowledgeState
-from knowledge_store.trend import TREND_FILE
 from nightwatch import clock
 from nightwatch.models import CorrelatedPR, ErrorAnalysisResult, ErrorGroup, RunReport, StepOutcome, TraceData
 from nightwatch.render.summary import status_line
@@ -29,13 +45,6 @@ from nightwatch.research import ResearchContext
 from nightwatch.selection import Selection
 from nightwatch.settings import Settings
 from nightwatch.triage.merge import combine_results
-from tasks import result_storage
-from tasks import steps_fetch as fetch
-from tasks import steps_learn as learn
-from tasks import steps_publish as publish
-from tasks._prefect import label_cached_runs, quiet_local_api
-from tasks.context import NightRequest, RunContext, attempt_name, new_context, open_night, report_dir, runtime, settings_for
-from tasks.run_start import PROGRESS, StepFailed, resolve_run_settings, run_step
 
 
 @flow(name="nightwatch", task_runner=ThreadPoolTaskRunner(max_workers=4), log_prints=True)

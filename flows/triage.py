@@ -9,6 +9,21 @@ direct calls for every entry that fell back, each marked with its reason.
 
 from __future__ import annotations
 
+from nightwatch.tasks._prefect import from_cache
+from nightwatch.tasks.api_limits import api_slots
+from nightwatch.tasks.batch_handoff import can_hand_off, schedule_collect
+from nightwatch.tasks.context import RunContext, settings_for
+from nightwatch.tasks.night_inputs import load, stash
+from nightwatch.tasks.triage_tasks import (
+    TriageRun,
+    await_triage_batches,
+    collect_triage_batches,
+    ledger_store,
+    plan_triage,
+    poll_policy,
+    submit_triage_batches,
+    triage_error,
+)
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -22,21 +37,6 @@ from nightwatch.triage.batch import record_handoff
 from nightwatch.triage.ledger import BatchLedger
 from nightwatch.triage.plan import TriagePlan
 from nightwatch.triage.verdict import TriageOutcome, unanswered
-from tasks._prefect import from_cache
-from tasks.api_limits import api_slots
-from tasks.batch_handoff import can_hand_off, schedule_collect
-from tasks.context import RunContext, settings_for
-from tasks.night_inputs import load, stash
-from tasks.triage_tasks import (
-    TriageRun,
-    await_triage_batches,
-    collect_triage_batches,
-    ledger_store,
-    plan_triage,
-    poll_policy,
-    submit_triage_batches,
-    triage_error,
-)
 
 Item = tuple[ErrorGroup, TraceData, ResearchContext]
 

@@ -12,7 +12,7 @@
 Every file is written through `atomic`: readers never see a partial file.
 """
 
-from knowledge_store.documents import (
+from nightwatch.knowledge_store.documents import (
     KnowledgeDocError,
     find_error_doc,
     read_doc,
@@ -20,11 +20,12 @@ from knowledge_store.documents import (
     write_error_doc,
     write_pattern_doc,
 )
-from knowledge_store.duck import ANALYST_QUERIES, ViewsLockedError, connect_readonly, refresh_views
-from knowledge_store.index import KnowledgeIndex, KnowledgeIndexError, open_index
-from knowledge_store.metrics import MetricsStore, MetricsWriteError
-from knowledge_store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES, render_schema_doc, schema_for
-from knowledge_store.search import extract_tags, search_prior_knowledge
+from nightwatch.knowledge_store.duck import ANALYST_QUERIES, ViewsLockedError, connect_readonly, refresh_views
+from nightwatch.knowledge_store.index import KnowledgeIndex, KnowledgeIndexError, open_index
+from nightwatch.knowledge_store.metrics import MetricsStore, MetricsWriteError
+from nightwatch.knowledge_store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES, render_schema_doc, schema_for
+from nightwatch.knowledge_store.search import extract_tags, search_prior_knowledge
+
 from nightwatch.atomic import atomic_write_bytes, atomic_write_text
 
 __all__ = [

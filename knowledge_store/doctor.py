@@ -23,10 +23,10 @@ from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
+from nightwatch.knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc
+from nightwatch.knowledge_store.duck import views_problem
+from nightwatch.knowledge_store.index import index_path, open_index
 
-from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError, read_doc
-from knowledge_store.duck import views_problem
-from knowledge_store.index import index_path, open_index
 from nightwatch import clock
 
 QUARANTINE = "quarantine"

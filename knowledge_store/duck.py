@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+from nightwatch.knowledge_store.layout import SNAPSHOT_TABLES, ensure_schema_files
+from nightwatch.knowledge_store.schema import SCHEMA_VERSION, TABLES
 
-from knowledge_store.layout import SNAPSHOT_TABLES, ensure_schema_files
-from knowledge_store.schema import SCHEMA_VERSION, TABLES
 from nightwatch.atomic import temp_path_for
 
 DB_FILE = "nightwatch.duckdb"

@@ -12,8 +12,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from knowledge_store.documents import KnowledgeDocError, parse_doc, section
-from knowledge_store.text_relevance import terms_of
+from nightwatch.knowledge_store.documents import KnowledgeDocError, parse_doc, section
+from nightwatch.knowledge_store.text_relevance import terms_of
+
 from nightwatch.fingerprint import fingerprint_of, normalise_transaction
 from nightwatch.patterns import extract_tags, module_of
 

@@ -33,12 +33,12 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+from nightwatch.knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError
+from nightwatch.knowledge_store.entries import content_hash, read_entry, tag_id, token_id
+from nightwatch.knowledge_store.schema import duckdb_type
+from nightwatch.knowledge_store.text_relevance import Corpus
 from pydantic import BaseModel
 
-from knowledge_store.documents import ERRORS_DIR, PATTERNS_DIR, KnowledgeDocError
-from knowledge_store.entries import content_hash, read_entry, tag_id, token_id
-from knowledge_store.schema import duckdb_type
-from knowledge_store.text_relevance import Corpus
 from nightwatch import clock
 from nightwatch.outcomes import Filed
 

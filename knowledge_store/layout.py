@@ -24,8 +24,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from nightwatch.knowledge_store.schema import SCHEMA_VERSION, TABLES, schema_for
 
-from knowledge_store.schema import SCHEMA_VERSION, TABLES, schema_for
 from nightwatch.atomic import atomic_target, atomic_write_text, exclusive_lock
 
 STAGING = ".staging"

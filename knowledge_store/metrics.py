@@ -24,10 +24,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from nightwatch.knowledge_store import layout
+from nightwatch.knowledge_store.layout import STAGING, conform, storage_schema
+from nightwatch.knowledge_store.schema import SCHEMA_VERSION, schema_for
 
-from knowledge_store import layout
-from knowledge_store.layout import STAGING, conform, storage_schema
-from knowledge_store.schema import SCHEMA_VERSION, schema_for
 from nightwatch import clock
 from nightwatch.atomic import atomic_target
 from nightwatch.models import ErrorAnalysisResult, ErrorGroup, ModelCall, RunReport, TokenUsage, ToolCall

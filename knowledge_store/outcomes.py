@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from nightwatch.knowledge_store.documents import read_doc, update_doc_metadata
+from nightwatch.knowledge_store.index import KnowledgeIndex, KnowledgeState
 from pydantic import BaseModel, Field
 
-from knowledge_store.documents import read_doc, update_doc_metadata
-from knowledge_store.index import KnowledgeIndex, KnowledgeState
 from nightwatch.models import ErrorAnalysisResult
 from nightwatch.outcomes import Observed, OutcomeChange, changes, failed_fix_fields, regression_record
 

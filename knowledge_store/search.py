@@ -15,9 +15,10 @@ import json
 from pathlib import Path
 from typing import Any, get_args
 
-from knowledge_store import text_relevance
-from knowledge_store.entries import DEFAULT_TRUST, tag_id, token_id
-from knowledge_store.index import KnowledgeIndex
+from nightwatch.knowledge_store import text_relevance
+from nightwatch.knowledge_store.entries import DEFAULT_TRUST, tag_id, token_id
+from nightwatch.knowledge_store.index import KnowledgeIndex
+
 from nightwatch.fingerprint import normalise_transaction
 from nightwatch.models import Confidence, ErrorGroup, PriorAnalysis
 from nightwatch.patterns import extract_tags

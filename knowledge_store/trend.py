@@ -11,8 +11,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from knowledge_store.duck import connect_readonly
-from knowledge_store.summary import trend_rows
+from nightwatch.knowledge_store.duck import connect_readonly
+from nightwatch.knowledge_store.summary import trend_rows
+
 from nightwatch.atomic import atomic_write_text
 
 TREND_FILE = "trend.svg"

@@ -151,13 +151,13 @@ def _run_flow(settings: Settings, log: Path, parameters: dict[str, Any]):
     from nightwatch.errors import USER_ERRORS
 
     run_log.say("starting Prefect…")
-    from flows.nightwatch import run_night  # the outermost layer: only this command reaches Prefect
+    from nightwatch.flows.nightwatch import run_night  # the outermost layer: only this command reaches Prefect
 
     run_log.quiet_prefect_console(log)
     try:
         with environment.sole_local_run(settings.resolved_home()) as sole:
             if sole:  # slots a killed night left taken on this local database would throttle this one for good
-                from tasks.api_limits import API_LIMIT, release_orphaned_slots
+                from nightwatch.tasks.api_limits import API_LIMIT, release_orphaned_slots
 
                 for line in release_orphaned_slots([API_LIMIT, settings.investigation_concurrency_limit]):
                     run_log.say(f"freed {line}")
@@ -260,7 +260,7 @@ def check(
 
     settings, values = _settings(), None
     if settings_block:  # the Prefect edge: only this option of check loads a block
-        from blocks.settings_block import block_values, resolve_settings
+        from nightwatch.blocks.settings_block import block_values, resolve_settings
 
         settings, values = resolve_settings(settings_block), block_values(settings_block)
     if test_env:
@@ -284,7 +284,7 @@ def doctor(
 ) -> None:
     """Check NIGHTWATCH_HOME: damaged knowledge documents and Parquet files are quarantined, a damaged index is
     rebuilt, a damaged views file removed. Exit 1 when something was (or, with --check, is) damaged."""
-    from knowledge_store.doctor import check_home
+    from nightwatch.knowledge_store.doctor import check_home
 
     home = _settings().resolved_home()
     findings = check_home(home, repair=not check_only)
@@ -298,7 +298,7 @@ def doctor(
 def knowledge_rebuild() -> None:
     """Rebuild the knowledge index from the documents (a night only upserts what it wrote and what people edited).
     Exit 1 when a document was skipped (each is named, with the reason)."""
-    from knowledge_store.index import KnowledgeIndexError, open_index
+    from nightwatch.knowledge_store.index import KnowledgeIndexError, open_index
 
     folder = _settings().resolved_home() / "knowledge"
     try:
@@ -327,8 +327,8 @@ def metrics(
         return
     import duckdb
 
-    from knowledge_store.duck import ViewsLockedError, connect_readonly, ensure_views
-    from knowledge_store.summary import read_only, render, render_table, run_query, summarise
+    from nightwatch.knowledge_store.duck import ViewsLockedError, connect_readonly, ensure_views
+    from nightwatch.knowledge_store.summary import read_only, render, render_table, run_query, summarise
 
     home = _settings().resolved_home()
     try:
@@ -347,8 +347,8 @@ def metrics_compact(
 ) -> None:
     """Merge a month's nights into one file per table (a night does this on its own when a month closes)."""
 
-    from knowledge_store.duck import ensure_views
-    from knowledge_store.metrics import MetricsStore
+    from nightwatch.knowledge_store.duck import ensure_views
+    from nightwatch.knowledge_store.metrics import MetricsStore
 
     if month and not re.fullmatch(r"\d{4}-\d{2}", month):
         _fail(f"--month must look like 2026-10, not {month!r}", 2)
@@ -368,8 +368,8 @@ def metrics_trend(
     nights: int = typer.Option(30, min=1, help="How many of the latest nights to draw."),
 ) -> None:
     """Cost per night and cache hit rate over the last nights, as an SVG picture (each night puts one in its report folder)."""
-    from knowledge_store.duck import ensure_views
-    from knowledge_store.trend import write_trend
+    from nightwatch.knowledge_store.duck import ensure_views
+    from nightwatch.knowledge_store.trend import write_trend
 
     home = _settings().resolved_home()
     ensure_views(home)

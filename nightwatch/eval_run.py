@@ -249,7 +249,7 @@ def _model_label(settings: Settings) -> str:
 
 
 def _night_runner(pr_min_confidence: str):
-    from flows.nightwatch import run_night
+    from nightwatch.flows.nightwatch import run_night
 
     def run(case: EvalCase, repo: Path, home: Path) -> RunReport:
         overrides = {"home": str(home), "errors_file": str(case.export.resolve()), "code_path": str(repo),

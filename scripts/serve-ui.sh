@@ -35,6 +35,6 @@ for _ in $(seq 1 90); do
   sleep 1
 done
 echo "Prefect UI: http://127.0.0.1:${PORT}  (deployments: nightwatch/nightly, nightwatch/manual)"
-.venv/bin/python -m deployments.serve &
+.venv/bin/python -m nightwatch.deployments.serve &
 serve=$!
 wait "$serve"

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from nightwatch.tasks.context import RunContext
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import deployment
 
 from nightwatch.triage.ledger import BatchLedger
-from tasks.context import RunContext
 
 COLLECT_DEPLOYMENT = "nightwatch/collect"
 

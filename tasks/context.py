@@ -14,7 +14,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from knowledge_store.metrics import safe_name
+from nightwatch.knowledge_store.metrics import safe_name
+
 from nightwatch.models import Model, Window
 from nightwatch.night import Night, current, scope
 from nightwatch.runtime import Runtime
@@ -110,7 +111,7 @@ def night_of(ctx: RunContext) -> Night:
     night = current(ctx.attempt_key)
     if night is not None:
         return night
-    from blocks.settings_block import resolve_settings
+    from nightwatch.blocks.settings_block import resolve_settings
 
     return Night(resolve_settings(ctx.settings_block, ctx.overrides), ctx.anchor, ctx.attempt_key)
 

@@ -19,11 +19,14 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Iterator
 
+from nightwatch.knowledge_store.metrics import MetricsStore, usage_of_row
+from nightwatch.tasks._prefect import key, nightwatch_task, raised
+from nightwatch.tasks.api_limits import limit_named
+from nightwatch.tasks.context import RunContext, home, model_id, night_of, runtime, settings_for
 from prefect.client.schemas.responses import GlobalConcurrencyLimitResponse
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import task_run
 
-from knowledge_store.metrics import MetricsStore, usage_of_row
 from nightwatch.agent.budgets import RunBudget, RunBudgetSpent, weighted_tokens
 from nightwatch.agent.checkpoints import CheckpointStore
 from nightwatch.agent.client import AnthropicModelClient
@@ -38,9 +41,6 @@ from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
 from nightwatch.tokens import AnthropicCounter, TokenCounter
 from nightwatch.verify.step import tester_for
-from tasks._prefect import key, nightwatch_task, raised
-from tasks.api_limits import limit_named
-from tasks.context import RunContext, home, model_id, night_of, runtime, settings_for
 
 RETRIES = 1
 SLOT_TIMEOUT_S = 3600.0

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knowledge_store.metrics import safe_name
+from nightwatch.knowledge_store.metrics import safe_name
+from nightwatch.tasks.context import RunContext, home
+
 from nightwatch.atomic import atomic_write_bytes
 from nightwatch.models import ErrorGroup, Model, TraceData
 from nightwatch.research import ResearchContext
-from tasks.context import RunContext, home
 
 
 class NightInputs(Model):

@@ -6,12 +6,12 @@ import logging
 from collections import Counter
 from typing import Any, Callable
 
+from nightwatch.tasks._prefect import from_cache
 from prefect import Task, get_run_logger
 from prefect.exceptions import MissingContextError
 
 from nightwatch.models import RunReport, StepOutcome
 from nightwatch.settings import Settings
-from tasks._prefect import from_cache
 
 
 class StepFailed(Exception):
@@ -23,7 +23,7 @@ class StepFailed(Exception):
 
 
 def resolve_run_settings(settings_block: str | None, overrides: dict[str, Any] | None, **params: Any) -> Settings:
-    from blocks.settings_block import resolve_settings
+    from nightwatch.blocks.settings_block import resolve_settings
 
     return resolve_settings(settings_block, {**(overrides or {}), **{k: v for k, v in params.items() if v is not None}})
 

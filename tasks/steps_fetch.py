@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from nightwatch.knowledge_store.doctor import quarantine_skipped
+from nightwatch.knowledge_store.index import KnowledgeState, open_index
+from nightwatch.knowledge_store.metrics import MetricsStore
+from nightwatch.knowledge_store.outcomes import OutcomeSync, apply_changes, last_synced, outcome_changes
+from nightwatch.knowledge_store.search import search_prior_knowledge
+from nightwatch.tasks._prefect import key, nightwatch_task
+from nightwatch.tasks.context import RunContext, home, runtime, settings_for
 from prefect import get_run_logger
 
-from knowledge_store.doctor import quarantine_skipped
-from knowledge_store.index import KnowledgeState, open_index
-from knowledge_store.metrics import MetricsStore
-from knowledge_store.outcomes import OutcomeSync, apply_changes, last_synced, outcome_changes
-from knowledge_store.search import search_prior_knowledge
 from nightwatch.ignore import noise_rules
 from nightwatch.models import CorrelatedPR, Deploy, ErrorGroup, SourceStatus, TraceData, Window
 from nightwatch.outcomes import mark_regression
@@ -20,8 +22,6 @@ from nightwatch.research import ResearchContext, files_from_traces, pr_lookback,
 from nightwatch.runtime import ConfigurationError, demo_file
 from nightwatch.selection import Selection, select_errors
 from nightwatch.trace_paths import locate_frames
-from tasks._prefect import key, nightwatch_task
-from tasks.context import RunContext, home, runtime, settings_for
 
 
 @nightwatch_task(name="load_knowledge", step="0")

@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+from nightwatch.knowledge_store.doctor import check_views_file, quarantine_parquet, quarantine_paths, quarantine_skipped
+from nightwatch.knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
+from nightwatch.knowledge_store.duck import ensure_views
+from nightwatch.knowledge_store.index import KnowledgeIndex, open_index
+from nightwatch.knowledge_store.metrics import MetricsStore, as_date
+from nightwatch.knowledge_store.outcomes import apply_regressions, plan_regressions
+from nightwatch.knowledge_store.schema import SCHEMA_VERSION
+from nightwatch.knowledge_store.trend import TREND_FILE, write_trend
+from nightwatch.tasks._prefect import nightwatch_task
+from nightwatch.tasks.context import RunContext, home, settings_for
 
-from knowledge_store.doctor import check_views_file, quarantine_parquet, quarantine_paths, quarantine_skipped
-from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
-from knowledge_store.duck import ensure_views
-from knowledge_store.index import KnowledgeIndex, open_index
-from knowledge_store.metrics import MetricsStore, as_date
-from knowledge_store.outcomes import apply_regressions, plan_regressions
-from knowledge_store.schema import SCHEMA_VERSION
-from knowledge_store.trend import TREND_FILE, write_trend
 from nightwatch import clock
 from nightwatch.fix import fix_digest
 from nightwatch.ignore import noise_rules
@@ -22,8 +24,6 @@ from nightwatch.patterns import detect_patterns as detect_patterns_core
 from nightwatch.patterns import module_of, suggest_ignore_updates
 from nightwatch.report import spent_again as spent_again_lines
 from nightwatch.selection import Selection
-from tasks._prefect import nightwatch_task
-from tasks.context import RunContext, home, settings_for
 
 
 @nightwatch_task(name="compound", step="12")

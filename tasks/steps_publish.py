@@ -9,10 +9,12 @@ from pathlib import Path
 
 import duckdb
 import httpx
+from nightwatch.knowledge_store.documents import KnowledgeDocError, read_doc
+from nightwatch.knowledge_store.duck import ViewsLockedError
+from nightwatch.tasks._prefect import nightwatch_task, raised
+from nightwatch.tasks.context import RunContext, report_dir, runtime, settings_for
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from knowledge_store.documents import KnowledgeDocError, read_doc
-from knowledge_store.duck import ViewsLockedError
 from nightwatch.fix import FixRejected, choose_best_fix, validate_fix, with_regression_test
 from nightwatch.fix_gate import check_fix, crash_site
 from nightwatch.models import (
@@ -32,8 +34,6 @@ from nightwatch.report import run_totals
 from nightwatch.research import correlate
 from nightwatch.selection import select_for_issues as select_for_issues_core
 from nightwatch.verify.step import verified_first, verify_results, with_verification
-from tasks._prefect import nightwatch_task, raised
-from tasks.context import RunContext, report_dir, runtime, settings_for
 
 
 def unless_permanent(_task, _run, state) -> bool:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from nightwatch.knowledge_store.metrics import MetricsStore
+from nightwatch.tasks._prefect import key, nightwatch_task, raised
+from nightwatch.tasks.api_limits import api_call
+from nightwatch.tasks.context import RunContext, home, model_id, runtime, settings_for
 from pydantic import Field
 
-from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.client import configuration_problem
 from nightwatch.models import ErrorGroup, Model, ModelCall, TraceData
 from nightwatch.night import current
@@ -21,9 +24,6 @@ from nightwatch.triage.batch import PollPolicy, collect, submit_or_resume, wait_
 from nightwatch.triage.ledger import BatchLedger, LedgerStore, ledger_key
 from nightwatch.triage.plan import TriagePlan, plan_night
 from nightwatch.triage.verdict import TriageOutcome, known_prior, route, triage_direct, triage_params
-from tasks._prefect import key, nightwatch_task, raised
-from tasks.api_limits import api_call
-from tasks.context import RunContext, home, model_id, runtime, settings_for
 
 __all__ = ["TriageOutcome", "TriageRun", "triage_error", "plan_triage", "submit_triage_batches", "await_triage_batches",
            "collect_triage_batches"]

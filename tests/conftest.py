@@ -191,10 +191,10 @@ def quick_retries(scale: float = 0.001):
 
     from prefect import Task
 
-    import tasks
+    from nightwatch import tasks
 
     found = {}
-    for module in pkgutil.iter_modules(tasks.__path__, "tasks."):
+    for module in pkgutil.iter_modules(tasks.__path__, "nightwatch.tasks."):
         for value in vars(importlib.import_module(module.name)).values():
             if isinstance(value, Task) and value.retry_delay_seconds:
                 found[id(value)] = (value, value.retry_delay_seconds)

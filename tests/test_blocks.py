@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
-from blocks import (
+from nightwatch.blocks import (
     AnthropicCredentials,
     GitHubCredentials,
     NewRelicCredentials,
@@ -13,6 +11,8 @@ from blocks import (
     SlackCredentials,
     settings_block,
 )
+from pydantic import SecretStr
+
 from nightwatch.render.origins import unread_variables
 from nightwatch.runtime import source_statuses
 from nightwatch.settings import Settings, origins

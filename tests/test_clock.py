@@ -118,9 +118,9 @@ def test_a_month_closes_when_the_calendar_leaves_it_across_a_year_end(nightwatch
     """A night whose window crosses midnight on New Year's Eve lands on the day it ends; `metrics compact` (as the
     night's own close) compacts only months the calendar has left: December on the first of January, January on the
     first of February, never the month it is in."""
+    from nightwatch.knowledge_store.metrics import MetricsStore
     from typer.testing import CliRunner
 
-    from knowledge_store.metrics import MetricsStore
     from nightwatch.cli import app
     from tests.test_metrics_layout import night
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from nightwatch import EDGE_PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("nightwatch", "knowledge_store", "tasks", "flows", "blocks", "deployments")
 CYCLE_FREE = (*PACKAGES, "benchmarks")  # the benchmarks import the product and each other: no cycle there either
@@ -21,6 +23,8 @@ def modules(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     for package in packages:
         for path in (ROOT / package).rglob("*.py"):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            if package in EDGE_PACKAGES:  # imported as nightwatch.<folder> (nightwatch/__init__.py)
+                name = f"nightwatch.{name}"
             out[name.removesuffix(".__init__")] = path
     return out
 
@@ -114,3 +118,13 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_finder_finds_a_cycle():
     found = _strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
     assert sorted(sorted(c) for c in found if len(c) > 1) == [["a", "b", "c"]]
+
+
+def test_the_top_level_folders_are_imported_through_the_nightwatch_namespace():
+    """`tasks.x` and `nightwatch.tasks.x` would be two copies of one module; only the second is NightWatch's name."""
+    top = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in [*modules(CYCLE_FREE).values(), *(ROOT / "tests").rglob("*.py"),
+                                                                *(ROOT / "scripts").rglob("*.py")]
+           for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+           if (isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in EDGE_PACKAGES)
+           or (isinstance(node, ast.Import) and any(a.name.split(".")[0] in EDGE_PACKAGES for a in node.names))]
+    assert top == []

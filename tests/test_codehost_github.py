@@ -159,9 +159,9 @@ def test_a_refusal_is_permanent_and_a_rate_limit_or_server_error_is_worth_a_retr
         RateLimitExceededException,
         UnknownObjectException,
     )
+    from nightwatch.tasks.steps_publish import unless_permanent
 
     from nightwatch.codehosts.github import github_errors
-    from tasks.steps_publish import unless_permanent
 
     exc = {"bad_credentials": BadCredentialsException(401, {"message": "Bad credentials"}, {}),
            "not_found": UnknownObjectException(404, {"message": "Not Found"}, {}),

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from nightwatch.knowledge_store.doctor import check_home
+from nightwatch.knowledge_store.metrics import MetricsStore
 from typer.testing import CliRunner
 
-from knowledge_store.doctor import check_home
-from knowledge_store.metrics import MetricsStore
 from nightwatch.cli import app
 from nightwatch.ignore import IgnoreRule, apply_ignore_rules
 from nightwatch.models import ErrorGroup
@@ -77,7 +77,7 @@ def test_nul_and_lone_surrogates_are_replaced_where_errors_are_made():
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_a_night_goes_on_over_damaged_state_and_crafted_rows(nightwatch_home: Path, tmp_path: Path, monkeypatch):
-    from flows.nightwatch import run_night
+    from nightwatch.flows.nightwatch import run_night
 
     _damage(nightwatch_home)
     data = json.loads((DEMO_DIR / "nerdgraph_export.json").read_text())

@@ -34,10 +34,10 @@ def test_prefect_yaml_entrypoints_load_in_a_fresh_interpreter():
 
 
 def test_served_deployments_use_module_entrypoints():
-    from deployments.definitions import build_deployments
+    from nightwatch.deployments.definitions import build_deployments
 
     nightly, manual = build_deployments("storefront")
-    assert nightly.entrypoint == manual.entrypoint == "flows.nightwatch.nightwatch_flow"
+    assert nightly.entrypoint == manual.entrypoint == "nightwatch.flows.nightwatch.nightwatch_flow"
     assert nightly.parameters["settings_block"] == "storefront" and nightly.parameters["mode"] == "batch"
     assert manual.parameters["mode"] == "interactive"
 
@@ -64,7 +64,7 @@ def test_the_pull_step_runs_from_the_checkout_or_fails_naming_the_variable(tmp_p
 
 
 def test_task_run_names_shorten_transactions_like_rails_routes():
-    from tasks._prefect import short_transaction
+    from nightwatch.tasks._prefect import short_transaction
 
     assert short_transaction("Controller/orders/show") == "orders#show"
     assert short_transaction("Controller/api/v1/orders/create") == "api/v1/orders#create"
@@ -73,7 +73,7 @@ def test_task_run_names_shorten_transactions_like_rails_routes():
 
 def test_prefect_yaml_and_the_served_deployments_agree():
     """The same three deployments whether registered on a pool (prefect.yaml) or served (`make ui`)."""
-    from deployments.definitions import NIGHTLY_CRON, TIMEZONE, build_collect_deployment, build_deployments
+    from nightwatch.deployments.definitions import NIGHTLY_CRON, TIMEZONE, build_collect_deployment, build_deployments
 
     declared = {d["name"]: d for d in yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]}
     served = {d.name: d for d in [*build_deployments(), build_collect_deployment()]}
@@ -94,7 +94,7 @@ def test_no_core_module_loads_prefect():
     """nightwatch/ and knowledge_store/ are the core: importing every module of theirs never imports Prefect."""
     code = (
         "import importlib, pkgutil, sys\n"
-        "import nightwatch, knowledge_store\n"
+        "import nightwatch, nightwatch.knowledge_store as knowledge_store\n"
         "for package in (nightwatch, knowledge_store):\n"
         "    for info in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
         "        importlib.import_module(info.name)\n"

@@ -115,9 +115,9 @@ def test_the_analysts_page_shows_queries() -> None:
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_every_example_query_of_the_analysts_page_answers_on_a_real_night(nightwatch_home: Path) -> None:
-    from flows.nightwatch import run_night
-    from knowledge_store.duck import connect_readonly
-    from knowledge_store.summary import read_only, run_query
+    from nightwatch.flows.nightwatch import run_night
+    from nightwatch.knowledge_store.duck import connect_readonly
+    from nightwatch.knowledge_store.summary import read_only, run_query
 
     report = run_night(until=datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc), max_errors=3)
     assert report.totals.model_calls > 0

@@ -11,9 +11,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from knowledge_store.documents import write_error_doc
-from knowledge_store.duck import (
+from nightwatch.knowledge_store.documents import write_error_doc
+from nightwatch.knowledge_store.duck import (
     ANALYST_QUERIES,
     CONVENIENCE_VIEWS,
     DB_FILE,
@@ -22,9 +21,10 @@ from knowledge_store.duck import (
     refresh_views,
     replace_with_retry,
 )
-from knowledge_store.index import open_index
-from knowledge_store.metrics import MetricsStore
-from knowledge_store.schema import MIGRATIONS, TABLES, apply_migrations, schema_for
+from nightwatch.knowledge_store.index import open_index
+from nightwatch.knowledge_store.metrics import MetricsStore
+from nightwatch.knowledge_store.schema import MIGRATIONS, TABLES, apply_migrations, schema_for
+
 from nightwatch.models import (
     ErrorAnalysisResult,
     ErrorGroup,
@@ -231,8 +231,8 @@ def test_a_home_copied_elsewhere_reads_its_own_rows_and_doctor_says_the_views_po
     The views are rebuilt on first use, and `nightwatch doctor --check` says what was wrong before anything does."""
     import shutil
 
-    from knowledge_store.doctor import check_views_file
-    from knowledge_store.duck import ensure_views, views_problem
+    from nightwatch.knowledge_store.doctor import check_views_file
+    from nightwatch.knowledge_store.duck import ensure_views, views_problem
 
     old, new = tmp_path / "old-home", tmp_path / "restored" / "home"
     populate(old)

@@ -89,7 +89,7 @@ def test_a_failed_night_s_state_raises_one_line_naming_the_step_and_gives_its_re
     Prefect's complaint about a failed state that carries no exception; `run_night` gets the report back from it."""
     import pickle
 
-    from flows.nightwatch import NightFailed, night_state
+    from nightwatch.flows.nightwatch import NightFailed, night_state
 
     report = make_report()
     state = night_state(report)

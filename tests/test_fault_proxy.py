@@ -14,8 +14,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from nightwatch.flows.nightwatch import run_night
 
-from flows.nightwatch import run_night
 from nightwatch.models import RunReport
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.fault_proxy import LOST_ON_THE_WAY, FaultProxy

@@ -9,13 +9,13 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from nightwatch.flows.nightwatch import run_night
+from nightwatch.tasks.run_start import StepFailed
 
-from flows.nightwatch import run_night
 from nightwatch.ignore import InvalidIgnoreRules, load_ignore_rules
 from nightwatch.runtime import ConfigurationError
 from nightwatch.settings import DEMO_DIR
 from nightwatch.sources.base import SourceError
-from tasks.run_start import StepFailed
 from tests.fakes.anthropic import FakeAnthropic
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from nightwatch.flows.nightwatch import run_night
 
-from flows.nightwatch import run_night
 from nightwatch.render.markdown import report_markdown
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
@@ -62,7 +62,7 @@ def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no
     """A fix merged whose error comes back (NightWatch flags it), an issue closed as won't fix whose error recurs, an
     issue closed as fixed and reopened by a person, then the merged fix reverted: ten nights, each regression
     announced, commented and counted once, the rest said in one line a night."""
-    from knowledge_store.documents import read_doc
+    from nightwatch.knowledge_store.documents import read_doc
 
     monkeypatch.setenv("NIGHTWATCH_PR_MIN_CONFIDENCE", "medium")
     monkeypatch.setenv("NIGHTWATCH_PR_REQUIRE_VERIFIED", "false")  # the Rails demo's tests need a Ruby toolchain
@@ -110,8 +110,8 @@ def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no
 
     pulls = json.loads((tracker / "pulls" / "index.json").read_text())["pulls"]
     assert [p["fingerprint"] for p in pulls].count(fixed.fingerprint) == 1  # the failed fix is never proposed again
-    from knowledge_store.duck import connect_readonly
-    from knowledge_store.summary import summarise
+    from nightwatch.knowledge_store.duck import connect_readonly
+    from nightwatch.knowledge_store.summary import summarise
 
     with connect_readonly(nightwatch_home) as con:  # what `nightwatch metrics` reads and says
         regressed = con.execute("select fingerprint, count(*) from outcomes where fix_state = 'regressed' group by 1").fetchall()
@@ -124,7 +124,7 @@ def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no
     # the home restored from a backup to another path: its eleventh night runs there, on its own rows only
     import shutil
 
-    from knowledge_store.doctor import check_views_file
+    from nightwatch.knowledge_store.doctor import check_views_file
 
     restored = tmp_path / "restored-home"
     shutil.copytree(nightwatch_home, restored)

@@ -8,19 +8,19 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import pytest
+from nightwatch.flows.investigate import investigate_flow
+from nightwatch.flows.nightwatch import run_night
+from nightwatch.knowledge_store.metrics import MetricsStore
+from nightwatch.tasks.context import NightRequest, new_context, open_night
+from nightwatch.tasks.investigate_tasks import _retryable, at_once, investigate_error_task
 from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.states import Failed
 
-from flows.investigate import investigate_flow
-from flows.nightwatch import run_night
-from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.budgets import RunBudgetSpent
 from nightwatch.models import ErrorGroup, StackFrame, TraceData, TriageVerdict
 from nightwatch.research import ResearchContext
 from nightwatch.settings import Settings
-from tasks.context import NightRequest, new_context, open_night
-from tasks.investigate_tasks import _retryable, at_once, investigate_error_task
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.http import Reply, Request
 
@@ -105,9 +105,8 @@ def test_as_many_investigations_start_together_as_the_limit_has_slots():
 
 
 def test_a_limit_is_created_once_then_read_as_operators_set_it():
+    from nightwatch.tasks.api_limits import ApiPaused, ensure_api_limit
     from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
-
-    from tasks.api_limits import ApiPaused, ensure_api_limit
 
     name = "api-limit-as-set"
     assert ensure_api_limit(3, name) == 3  # created with the configured size

@@ -6,8 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-
-from knowledge_store.documents import (
+from nightwatch.knowledge_store.documents import (
     KnowledgeDocError,
     find_error_doc,
     read_doc,
@@ -16,6 +15,7 @@ from knowledge_store.documents import (
     write_error_doc,
     write_pattern_doc,
 )
+
 from nightwatch.models import (
     Analysis,
     DetectedPattern,

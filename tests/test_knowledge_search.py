@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from nightwatch.knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
+from nightwatch.knowledge_store.index import INDEX_FILE, KnowledgeIndexError, open_index
+from nightwatch.knowledge_store.search import ranked_candidates, search_prior_knowledge
+from nightwatch.knowledge_store.text_relevance import terms_of
 
-from knowledge_store.documents import update_doc_metadata, write_error_doc, write_pattern_doc
-from knowledge_store.index import INDEX_FILE, KnowledgeIndexError, open_index
-from knowledge_store.search import ranked_candidates, search_prior_knowledge
-from knowledge_store.text_relevance import terms_of
 from nightwatch.models import Analysis, DetectedPattern, ErrorAnalysisResult, ErrorGroup
 
 NOW = datetime(2026, 2, 7, 6, 15, tzinfo=timezone.utc)

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from knowledge_store.documents import write_error_doc
-from knowledge_store.index import open_index
-from knowledge_store.metrics import MetricsStore, MetricsWriteError, safe_name, to_table
-from knowledge_store.schema import (
+from nightwatch.knowledge_store.documents import write_error_doc
+from nightwatch.knowledge_store.index import open_index
+from nightwatch.knowledge_store.metrics import MetricsStore, MetricsWriteError, safe_name, to_table
+from nightwatch.knowledge_store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     Column,
@@ -21,6 +20,7 @@ from knowledge_store.schema import (
     render_schema_doc,
     schema_for,
 )
+
 from nightwatch.atomic import atomic_target, atomic_write_bytes, atomic_write_text
 from nightwatch.models import (
     CreatedIssueResult,

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from nightwatch.knowledge_store.duck import DB_FILE, connect_readonly, ensure_views
+from nightwatch.knowledge_store.metrics import MetricsStore
 
-from knowledge_store.duck import DB_FILE, connect_readonly, ensure_views
-from knowledge_store.metrics import MetricsStore
 from nightwatch.models import RunReport, Window
 from tests.test_duck import make_calls, make_result
 

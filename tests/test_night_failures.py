@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from nightwatch.flows.nightwatch import run_night
 
-from flows.nightwatch import run_night
 from nightwatch.models import RunReport
 from tests.fakes.anthropic import FakeAnthropic, overloaded
 from tests.fakes.http import Reply, Request

@@ -12,12 +12,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from nightwatch.knowledge_store.documents import read_doc, update_doc_metadata, write_error_doc
+from nightwatch.knowledge_store.index import open_index
+from nightwatch.knowledge_store.outcomes import apply_changes, last_synced, outcome_changes
+from nightwatch.knowledge_store.search import search_prior_knowledge
 from pydantic import SecretStr
 
-from knowledge_store.documents import read_doc, update_doc_metadata, write_error_doc
-from knowledge_store.index import open_index
-from knowledge_store.outcomes import apply_changes, last_synced, outcome_changes
-from knowledge_store.search import search_prior_knowledge
 from nightwatch.models import Analysis, ErrorAnalysisResult, ErrorGroup, RunReport, TriageVerdict, Window
 from nightwatch.outcomes import Observed, judge, mark_regression
 from nightwatch.publishers.issues import FileIssueTracker, GitHubIssueTracker, file_issues, reverted_numbers
@@ -294,7 +294,7 @@ def test_a_regression_reopens_its_issue_once_a_night_and_the_reopening_is_no_out
 
 def _record_regression(knowledge: Path, result: ErrorAnalysisResult, night_end: datetime) -> list:
     """Step 12's part for regressions, as the task runs it: the rows to write, then the documents."""
-    from knowledge_store.outcomes import apply_regressions, plan_regressions
+    from nightwatch.knowledge_store.outcomes import apply_regressions, plan_regressions
 
     with open_index(knowledge) as index:
         where = index.paths_of([result.fingerprint])
@@ -439,7 +439,8 @@ def test_a_person_reopening_an_issue_whose_regression_nightwatch_recorded_record
 
 
 def test_the_failed_fix_is_remembered_even_when_the_regression_night_opens_a_pr_for_another_fix(tmp_path: Path) -> None:
-    from knowledge_store.outcomes import apply_regressions, plan_regressions
+    from nightwatch.knowledge_store.outcomes import apply_regressions, plan_regressions
+
     from nightwatch.outcomes import failed_fix_fields
 
     knowledge = tmp_path / "knowledge"

@@ -172,6 +172,6 @@ def test_module_of_uses_the_first_meaningful_word() -> None:
 
 
 def test_patterns_core_never_imports_the_knowledge_store() -> None:
-    code = "import sys, nightwatch.patterns; print(any(m.startswith('knowledge_store') for m in sys.modules))"
+    code = "import sys, nightwatch.patterns; print(any(m.startswith('nightwatch.knowledge_store') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from nightwatch.tasks import result_storage
+from nightwatch.tasks._prefect import CACHED_MESSAGE
 
 from nightwatch.runtime import ConfigurationError
 from nightwatch.settings import Settings
-from tasks import result_storage
-from tasks._prefect import CACHED_MESSAGE
 
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 
@@ -56,9 +56,8 @@ def test_a_saved_filesystem_block_is_used_and_a_missing_one_is_named(tmp_path):
 def test_a_rerun_on_a_worker_with_an_empty_local_disk_repeats_no_model_call(tmp_path, monkeypatch, shared):
     """Two workers: each has its own Prefect result folder (its local disk), both see NIGHTWATCH_HOME (a shared
     volume) and, when set, NIGHTWATCH_RESULT_STORAGE. The second run of the night finds every finished step."""
+    from nightwatch.flows.nightwatch import run_night
     from prefect.settings import PREFECT_RESULTS_LOCAL_STORAGE_PATH, temporary_settings
-
-    from flows.nightwatch import run_night
 
     if shared == "path":
         monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", str(tmp_path / "team-results"))
@@ -90,7 +89,8 @@ def _cached_task_messages(attempt: str) -> list[str | None]:
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_worker_that_does_not_share_the_storage_spends_again_and_the_report_says_so(tmp_path, monkeypatch):
-    from flows.nightwatch import run_night
+    from nightwatch.flows.nightwatch import run_night
+
     from tests.views import rows
 
     nights = []
@@ -109,8 +109,9 @@ def test_a_worker_that_does_not_share_the_storage_spends_again_and_the_report_sa
 
 
 def test_a_cached_steps_key_carries_the_shape_of_the_results_it_stores(monkeypatch):
+    from nightwatch.tasks import _prefect
+
     from nightwatch.models import ErrorAnalysisResult
-    from tasks import _prefect
 
     version = _prefect.results_version()
     assert _prefect.key("investigate", "f1", "run-1") == f"investigate:f1:run-1:{version}"
@@ -131,8 +132,8 @@ def test_a_cached_steps_key_carries_the_shape_of_the_results_it_stores(monkeypat
 def test_a_night_rerun_after_an_upgrade_recomputes_what_the_old_version_cached(tmp_path, monkeypatch):
     """Results pickled by another version of NightWatch read back without the fields added since, and the step that
     used them failed (`'SuspectCommit' object has no attribute 'deploy'` in notify): they are not read back."""
-    from flows.nightwatch import run_night
-    from tasks import _prefect
+    from nightwatch.flows.nightwatch import run_night
+    from nightwatch.tasks import _prefect
 
     monkeypatch.setenv("NIGHTWATCH_RESULT_STORAGE", str(tmp_path / "results"))  # this test's own: no other night's
     current = _prefect.results_version

@@ -143,7 +143,7 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
     # this process under the session's Prefect harness (~15 s) instead of a third CLI process (~45 s); the
     # CLI only wraps this flow call. Adding up the killed run's and the resumed run's requests would not do:
     # it presumes the very resumption the test is about.
-    from flows.nightwatch import run_night
+    from nightwatch.flows.nightwatch import run_night
 
     clean_home = tmp_path / "clean-home"
     with FakeAnthropic() as clean_fake:
@@ -270,7 +270,7 @@ def test_a_rerun_of_a_finished_night_is_the_same_night(nightwatch_home, prefect_
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_the_demo_night_against_a_generic_model(nightwatch_home, monkeypatch):
-    from flows.nightwatch import run_night
+    from nightwatch.flows.nightwatch import run_night
 
     with FakeAnthropic(generic=True) as fake:
         assert isinstance(fake.brain, GenericModel)

@@ -264,8 +264,7 @@ def test_two_writers_of_the_ledger_never_collide(tmp_path):
 ])
 def test_a_step_retries_what_may_work_later_and_not_a_fault_of_its_own(exc, retried) -> None:
     import httpx
-
-    from tasks.steps_publish import unless_permanent
+    from nightwatch.tasks.steps_publish import unless_permanent
 
     class State:  # what Prefect hands a retry condition: a failed state whose result is the exception
         def __init__(self, exc: BaseException) -> None:
@@ -279,5 +278,5 @@ def test_a_step_retries_what_may_work_later_and_not_a_fault_of_its_own(exc, retr
     assert unless_permanent(None, None, State(api))  # Prefect's own API, answering 503 for now
     refused = httpx.HTTPStatusError("422", request=api.request, response=httpx.Response(422))
     assert not unless_permanent(None, None, State(refused))  # refused for what was sent: the same again is refused
-    from knowledge_store.duck import ViewsLockedError
+    from nightwatch.knowledge_store.duck import ViewsLockedError
     assert unless_permanent(None, None, State(ViewsLockedError("the views are being rebuilt")))

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from nightwatch.tasks._prefect import nightwatch_task
 from prefect import flow
 from prefect.states import Completed
-
-from tasks._prefect import nightwatch_task
 
 pytestmark = [pytest.mark.flow, pytest.mark.usefixtures("prefect_harness", "flow_results")]
 

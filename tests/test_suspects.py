@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from nightwatch.knowledge_store.documents import _introduced_by
 
-from knowledge_store.documents import _introduced_by
 from nightwatch.codehosts.blame import parse_porcelain
 from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.fix import changed_lines, lines_it_changes
@@ -275,7 +275,8 @@ def test_every_demo_bug_whose_lines_history_changed_names_the_pull_request_that_
 
 
 def test_the_knowledge_document_keeps_who_introduced_it(tmp_path: Path) -> None:
-    from knowledge_store.documents import read_doc, write_error_doc
+    from nightwatch.knowledge_store.documents import read_doc, write_error_doc
+
     from nightwatch.models import Analysis
 
     suspect = SuspectCommit(sha="c" * 40, author="Priya", pr_number=477, landed_at=FIRST_SEEN - timedelta(hours=50),

@@ -14,15 +14,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from nightwatch.flows.nightwatch import nightwatch_flow, run_night
+from nightwatch.tasks.api_limits import API_LIMIT
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 from prefect.client.schemas.sorting import FlowRunSort
 from prefect.settings import PREFECT_API_URL
 
-from flows.nightwatch import nightwatch_flow, run_night
 from nightwatch.render.summary import text_summary
 from nightwatch.triage.ledger import LedgerStore
-from tasks.api_limits import API_LIMIT
 from tests.fakes.anthropic_batches import FakeAnthropicBatches
 from tests.views import rows as view_rows
 
@@ -109,7 +109,7 @@ def test_a_night_killed_after_submitting_resumes_the_same_batch(nightwatch_home,
         _live(monkeypatch, fake)
         env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PYTHONPATH": str(ROOT),
                "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(tmp_path / "results")}
-        code = ("from datetime import datetime, timezone\nfrom flows.nightwatch import nightwatch_flow\n"
+        code = ("from datetime import datetime, timezone\nfrom nightwatch.flows.nightwatch import nightwatch_flow\n"
                 "nightwatch_flow(until=datetime(2026, 11, 21, 6, tzinfo=timezone.utc), max_errors=3, mode='batch', dry_run=True)\n")
         night = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
@@ -132,10 +132,9 @@ def test_a_night_killed_after_submitting_resumes_the_same_batch(nightwatch_home,
 
 
 def test_a_deployment_run_hands_a_long_batch_to_collect(nightwatch_home, monkeypatch):
+    from nightwatch.deployments.definitions import build_collect_deployment, build_deployments
     from prefect.deployments import run_deployment
     from prefect.flow_engine import run_flow
-
-    from deployments.definitions import build_collect_deployment, build_deployments
 
     monkeypatch.setenv("NIGHTWATCH_BATCH_HOLD_S", "0.3")
     build_collect_deployment().apply()

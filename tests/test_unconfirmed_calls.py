@@ -11,8 +11,8 @@ from datetime import date
 import anthropic
 import pyarrow.parquet as pq
 import pytest
+from nightwatch.knowledge_store.metrics import MetricsStore
 
-from knowledge_store.metrics import MetricsStore
 from nightwatch.agent.client import AnthropicModelClient
 from nightwatch.agent.loop import run_agent
 from nightwatch.agent.policy import ContextPolicy

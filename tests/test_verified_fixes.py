@@ -12,9 +12,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from nightwatch.knowledge_store.documents import read_doc
 from typer.testing import CliRunner
 
-from knowledge_store.documents import read_doc
 from nightwatch.agent.recall import EventLog
 from nightwatch.agent.tools import CodeCache, ToolRunner
 from nightwatch.cli import app

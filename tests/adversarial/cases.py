@@ -203,7 +203,7 @@ def _many_groups(d: dict) -> None:
 
 def _state(damage: Callable[[Path], None]) -> Callable[[Path], Outcome]:
     def run(root: Path) -> Outcome:
-        from knowledge_store.doctor import check_home
+        from nightwatch.knowledge_store.doctor import check_home
 
         home = root / f"home-{id(damage)}"
         home.mkdir(exist_ok=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nightwatch.flows.nightwatch import run_night
 
-from flows.nightwatch import run_night
 from nightwatch.settings import DEMO_DIR, DEMO_DIRS
 from tests.adversarial.corpus import planted_secrets
 from tests.fakes.anthropic import FakeAnthropic, _Brain, overloaded
