@@ -26,6 +26,7 @@ from pathlib import Path
 from nightwatch import environment, run_log
 from nightwatch.eval_apps import APPS
 from nightwatch.evaluation import (
+    CONCLUDED,
     FIX_TESTS_CLAIM,
     CaseScore,
     EvalCase,
@@ -80,27 +81,37 @@ def run_eval(cases: list[EvalCase], settings: Settings, options: EvalOptions) ->
     except EvalError as exc:
         run_log.say(f"nightwatch: {exc}")
         return 2
-    found = regressions(scores, baseline)
+    found = regressions(scores, baseline)  # the gate: what the night shows the model
+    concluded = regressions(scores, baseline, CONCLUDED)  # the model's conclusions: reported, never a failure
     totals = summary(scores, cases) | {"wall_seconds": round(time.monotonic() - started, 1), "model": _model_label(settings)}
     fixes = _fix_tests(cases, root, options) if options.fix_tests else None
-    if options.as_json:
-        out = {"cases": [s.model_dump() for s in scores], "summary": totals, "regressions": found}
-        if fixes is not None:
-            out["fix_tests"] = {"cases": [f.model_dump() for f in fixes], "summary": _fix_totals(fixes)}
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
-    else:
-        sys.stdout.write(eval_table(scores, totals) + "\n")
-        if fixes is not None:
-            sys.stdout.write("\n" + fix_tests_table(fixes) + "\n")
+    _print_scores(scores, totals, found, concluded, fixes, options.as_json)
     if options.update_baseline:
         write_baseline(baseline_path, scores, _model_label(settings))
         run_log.say(f"eval: baseline written to {baseline_path}")
         return 0
+    for line in concluded:
+        run_log.say(f"  the model concluded otherwise (reported, not a regression): {line}")
     for line in found:
         run_log.say(f"  regressed: {line}")
     run_log.say(f"eval: {len(found)} regression(s) against {baseline_path}" if found else
                 f"eval: no regression against {baseline_path}" if baseline else f"eval: no baseline at {baseline_path}")
     return 1 if found else 0
+
+
+def _print_scores(scores: list[CaseScore], totals: dict[str, object], found: list[str], concluded: list[str],
+                  fixes: list[FixTestScore] | None, as_json: bool) -> None:
+    """The table (or JSON) on stdout: every case's scores, the regressions of the gate, the model's changed conclusions."""
+    if as_json:
+        out: dict[str, object] = {"cases": [s.model_dump() for s in scores], "summary": totals, "regressions": found,
+                                  "conclusions_changed": concluded}
+        if fixes is not None:
+            out["fix_tests"] = {"cases": [f.model_dump() for f in fixes], "summary": _fix_totals(fixes)}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return
+    sys.stdout.write(eval_table(scores, totals) + "\n")
+    if fixes is not None:
+        sys.stdout.write("\n" + fix_tests_table(fixes) + "\n")
 
 
 def _fix_tests(cases: list[EvalCase], root: Path, options: EvalOptions) -> list[FixTestScore]:

@@ -51,8 +51,12 @@ from nightwatch.verify.commit_tests import FixCommit, HarnessSettings
 LINE_SLACK = 3  # a named line this close to the expected range counts as in range
 TWIN = ".sentry"  # a case's Sentry twin is named <case>.sentry
 SENTRY_EVENTS = "sentry_events.json"
-CHECKS = ("route", "crash", "origin", "line", "pr", "noise", "paths", "values", "suspect", "suspect_top3", "blamed", "blamed_top3",
-          "evidence")
+# What the night shows the model, made by NightWatch's own code before any model reads it: the eval's gate. A case that
+# passed one of these in the baseline and fails it now is a regression, whichever model runs.
+SHOWN = ("selected", "paths", "crash_shown", "evidence", "values", "noise", "suspect", "suspect_top3", "blamed", "blamed_top3")
+# What the model concluded from it: reported beside, never a gate (the offline model's rules would be fitted to the cases).
+CONCLUDED = ("route", "crash", "origin", "line", "pr")
+CHECKS = SHOWN + CONCLUDED
 
 
 class EvalError(Exception):
@@ -318,6 +322,7 @@ def score(case: EvalCase, report: RunReport, mapped: tuple[int, int], seconds: f
                     keywords=len(case.root_cause_keywords), seconds=round(seconds, 1))
     out.checks["noise"] = _noise_dropped(case, report)
     out.checks["paths"] = mapped[0] == mapped[1]
+    out.checks["selected"] = result is not None
     if result is None:
         out.failure = "the night did not analyse this error (dropped or not selected)"
         out.checks.update({c: False for c in ("route", "crash", "origin", "line", "pr")})
@@ -363,11 +368,22 @@ def evidence_recall(case: EvalCase, home: Path, fingerprint: str | None = None) 
     research = _research_of(case, home, fingerprint)
     if research is None or not case.source.repository:
         return None
+    first, last = case.origin.range or (0, 0)
+    return bool(_previewed(research, case.origin.file) & set(range(first, last + 1)))
+
+
+def crash_shown(case: EvalCase, home: Path, fingerprint: str | None = None) -> bool | None:
+    """Was the crash line (the answer key's first in-app frame) in the night's first message, in its file's preview?"""
+    research = _research_of(case, home, fingerprint)
+    if research is None or not case.crash.line:
+        return None if research is None else False
+    return case.crash.line in _previewed(research, case.crash.file)
+
+
+def _previewed(research: dict[str, Any], path: str) -> set[int]:
+    """The line numbers of `path` the first message's preview of it shows."""
     previews: dict[str, str] = research.get("file_previews", {})
-    span = case.origin
-    shown = {int(m) for m in re.findall(r"^\s*(\d+)\| ", previews.get(span.file, ""), flags=re.M)}
-    first, last = span.range or (0, 0)
-    return bool(shown & set(range(first, last + 1)))
+    return {int(m) for m in re.findall(r"^\s*(\d+)\| ", previews.get(path, ""), flags=re.M)}
 
 
 def _research_of(case: EvalCase, home: Path, fingerprint: str | None = None) -> dict[str, Any] | None:
@@ -468,6 +484,7 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
     fingerprint = error.fingerprint if case.monitor == "sentry" else None
     out = score(case, report, mapped_share(traces), seconds, repo, fingerprint)
     out.checks["evidence"] = evidence_recall(case, home, fingerprint)
+    out.checks["crash_shown"] = crash_shown(case, home, fingerprint)
     out.checks["values"] = values_shown(case, traces)
     return out
 
@@ -517,12 +534,13 @@ def load_baseline(path: Path) -> dict[str, dict[str, bool]]:
     return data["cases"]
 
 
-def regressions(scores: list[CaseScore], baseline: dict[str, dict[str, bool]]) -> list[str]:
-    """Each check a case passed in the baseline and fails now."""
+def regressions(scores: list[CaseScore], baseline: dict[str, dict[str, bool]], checks: tuple[str, ...] = SHOWN) -> list[str]:
+    """Each of `checks` (by default the gate: what the night shows the model) a case passed in the baseline and fails
+    now."""
     found = []
     for s in scores:
         for check, passed in baseline.get(s.case, {}).items():
-            if passed and s.checks.get(check) is False:
+            if check in checks and passed and s.checks.get(check) is False:
                 found.append(f"{s.case}: {check} passed in the baseline and fails now")
     return found
 
@@ -581,7 +599,7 @@ def app_of(case: EvalCase) -> str:
 def fix_test_cases(cases: list[EvalCase]) -> list[EvalCase]:
     """The cases whose real fix added a regression test the harness can run at the parent and at the fix; a Sentry
     twin's fix is its case's, checked once (as the case, where only the twin is named)."""
-    fixes = {}
+    fixes: dict[str, EvalCase] = {}
     for c in cases:
         if c.regression_test and c.source.fix_commit and c.source.commit and not c.source.demo:
             case = c.model_copy(update={"id": c.id.removesuffix(TWIN), "monitor": "newrelic"}) if c.monitor == "sentry" else c

@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from nightwatch.evaluation import (
+    CHECKS,
+    CONCLUDED,
+    SHOWN,
     CaseScore,
     EvalCase,
     app_of,
@@ -125,10 +128,14 @@ def test_each_real_case_carries_the_history_of_its_files_and_who_introduced_the_
     assert case.blamed_by[:1] == [case.introduced_by] and set(case.blamed_by) <= set(originals)  # ... and each candidate
 
 
-def test_a_check_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> None:
-    now = [CaseScore(case="a", checks={"crash": False, "origin": True, "pr": None})]
-    assert regressions(now, {"a": {"crash": True, "origin": True}}) == ["a: crash passed in the baseline and fails now"]
-    assert regressions(now, {"a": {"crash": False}}) == []
+def test_a_check_of_what_the_night_shows_that_passed_in_the_baseline_and_fails_now_is_a_regression() -> None:
+    now = [CaseScore(case="a", checks={"crash_shown": False, "evidence": True, "suspect": False, "crash": False, "pr": None})]
+    baseline = {"a": {"crash_shown": True, "evidence": True, "suspect": False, "crash": True}}
+    assert regressions(now, baseline) == ["a: crash_shown passed in the baseline and fails now"]
+    # what the model concluded is reported beside, never the gate
+    assert regressions(now, baseline, CONCLUDED) == ["a: crash passed in the baseline and fails now"]
+    assert regressions(now, {"a": {"crash_shown": False}}) == []
+    assert not set(SHOWN) & set(CONCLUDED) and set(SHOWN) | set(CONCLUDED) == set(CHECKS)
 
 
 # A hang guard, not a speed test: the eval is CPU-bound (its nights and their Prefect APIs), about 130 s of CPU for 29
@@ -158,6 +165,7 @@ def _nights_in(prefect_home: Path) -> int:
     return _rows(prefect_home, "flow_run JOIN flow ON flow.id = flow_run.flow_id WHERE flow.name = 'nightwatch'")
 
 
+@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.slow
 def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path, prefect_db_template: Path) -> None:
     # Two nights side by side even on one core: the path a CI machine of two cores takes
@@ -171,15 +179,13 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path,
     # The steps' task runs are not recorded (UNREAD_ON_THE_EVAL_API); what remains is the subflows' stand-ins
     assert sum(_rows(home, "task_run WHERE name = '0 load_knowledge'") for home in [tmp_path / "eval" / "prefect", *workers]) == 0
     out = json.loads(proc.stdout)
-    assert out["regressions"] == []
+    assert out["regressions"] == []  # the gate: what each night showed the model, no model's conclusion
     scores = {s["case"]: s for s in out["cases"]}
     real = [scores[c.id] for c in REAL]
     assert all(s["frames_mapped"] == s["frames_in_app"] > 0 for s in real)
     assert sum(s["refused_reads"] for s in real) == 0
-    assert all(s["checks"]["crash"] for s in real)
-    differs = [scores[c.id] for c in REAL if c.origin_differs]
-    assert 2 * sum(1 for s in differs if s["checks"]["origin"] and s["checks"]["line"]) >= len(differs)
-    assert all(s["checks"]["pr"] is not False for s in out["cases"])  # no PR on the wrong file, none symptom-only
+    assert all(s["checks"]["selected"] and s["checks"]["crash_shown"] for s in real)  # every crash line is in view
+    assert isinstance(out["conclusions_changed"], list)  # the offline model's conclusions: a report beside the gate
     assert summary([CaseScore(**s) for s in out["cases"]], CASES)["cases"] == len(CASES)
     for twin in TWINS:  # read from Sentry's events, each case concludes what it concludes from New Relic's
         alike = {k for k in scores[twin.id]["checks"]} - {"paths", "values"}
@@ -194,8 +200,8 @@ def test_one_night_at_a_time_scores_as_the_baseline_did(tmp_path: Path, prefect_
     assert "1 case(s), 1 at a time" in proc.stderr
     out = json.loads(proc.stdout)
     assert [s["case"] for s in out["cases"]] == [case] and out["regressions"] == []
-    checks = {k: v for k, v in out["cases"][0]["checks"].items() if v is not None}
-    assert checks == json.loads((EVALS / "baseline.json").read_text())["cases"][case]
+    shown = {k: v for k, v in out["cases"][0]["checks"].items() if v is not None and k in SHOWN}
+    assert shown == {k: v for k, v in json.loads((EVALS / "baseline.json").read_text())["cases"][case].items() if k in SHOWN}
 
 
 def test_the_eval_refuses_to_start_while_a_live_service_is_configured(tmp_path: Path) -> None:
