@@ -46,7 +46,7 @@ bugsink: $(BUGSINK)/.installed ## install the Bugsink the tests start (.tools/bu
 run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services; DEMO=python for the Python demo, SOURCE=sentry for its errors as Sentry has them
 	$(if $(DEMO),NIGHTWATCH_DEMO=$(DEMO) )$(if $(SOURCE),NIGHTWATCH_SOURCE=$(SOURCE) )$(VENV)/bin/nightwatch run $(ARGS)
 
-test: setup bugsink ## run the test suite
+test: setup bugsink lint ## the linter and the type checker, then the test suite
 	bash scripts/run-tests.sh
 
 test-fast: setup ## the tests that start no flow and no process (under a minute), while working on the core
@@ -61,8 +61,9 @@ test-calendar: setup bugsink ## the suite as if today were each of CALENDAR_DATE
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments
 	bash scripts/serve-ui.sh $(UI_PORT)
 
-lint: setup ## ruff over the project
+lint: setup ## ruff over the project, mypy over the core (nightwatch/)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 deploy: setup ## on the Prefect server PREFECT_API_URL names: the work pool, every deployment, how to start a worker
 	bash scripts/deploy.sh

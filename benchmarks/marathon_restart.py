@@ -44,7 +44,7 @@ from nightwatch.agent.loop import LoopConfig, run_agent  # noqa: E402
 from nightwatch.agent.metering import usage_of  # noqa: E402
 from nightwatch.agent.policy import ContextPolicy  # noqa: E402
 from nightwatch.agent.recall import EventLog  # noqa: E402
-from nightwatch.agent.tools import ToolRunner  # noqa: E402
+from nightwatch.agent.tools import ToolRunner, offered_tools  # noqa: E402
 from nightwatch.offline.emulated_api import EmulatedAPIError  # noqa: E402
 from nightwatch.offline.emulated_cache import PromptCache  # noqa: E402
 from nightwatch.pricing import cost_usd  # noqa: E402
@@ -153,11 +153,12 @@ def child(marathon_file: Path, address: str, home: Path, stop_at: int) -> dict[s
     """One investigation process: the marathon with NightWatch's defaults, resuming from `home`'s checkpoints."""
     marathon: Marathon = pickle.loads(marathon_file.read_bytes())
     definition, policy = load_definition("base-analyzer"), ContextPolicy()
+    tools = offered_tools(definition.tools, set())  # the benchmarks' nights run no tests
     runner = StoppingRunner(cache=marathon.code, traces=marathon.traces, events=EventLog(home / "events.jsonl"),
-                            run_id="marathon-restart", fingerprint=marathon.error.fingerprint, allowed=definition.tools,
+                            run_id="marathon-restart", fingerprint=marathon.error.fingerprint, allowed=tools,
                             lean=policy.lean_tool_results, stop_at=stop_at)
     api = RemoteAPI(address)
-    config = LoopConfig(model=MODEL, system_prompt=definition.system_prompt, tools=definition.tools,
+    config = LoopConfig(model=MODEL, system_prompt=definition.system_prompt, tools=tools,
                         max_iterations=marathon.max_iterations, token_budget=UNLIMITED, policy=policy, agent=definition.name,
                         focus=marathon.error.label, clock=api.now)
     first = investigation_message(marathon.error, marathon.traces, marathon.research, None, policy.cache_ttl)

@@ -71,7 +71,7 @@ from nightwatch.agent.definitions import load_definition  # noqa: E402
 from nightwatch.agent.loop import LoopConfig, LoopOutcome, run_agent  # noqa: E402
 from nightwatch.agent.policy import ContextPolicy  # noqa: E402
 from nightwatch.agent.recall import EventLog  # noqa: E402
-from nightwatch.agent.tools import CodeCache, ToolRunner  # noqa: E402
+from nightwatch.agent.tools import CodeCache, ToolRunner, offered_tools  # noqa: E402
 from nightwatch.codehosts.local import LocalRepoHost  # noqa: E402
 from nightwatch.models import TokenUsage  # noqa: E402
 from nightwatch.offline.emulated_cache import PromptCache, prompt_blocks  # noqa: E402
@@ -194,7 +194,8 @@ def run(name: str, scripts: list[Script], host: LocalRepoHost | Callable[[Script
     clock = SimClock()
     definition = load_definition("base-analyzer")
     offered = policy.context_editing if recall is None else recall
-    tools = definition.tools if offered else [t for t in definition.tools if t != RECALL]
+    readable = offered_tools(definition.tools, set())  # the benchmarks' nights run no tests
+    tools = readable if offered else [t for t in readable if t != RECALL]
     caches: dict[str, PromptCache] = {}  # one prompt cache (and one code cache) per night
     codes: dict[tuple[str, int], CodeCache] = {}  # a night's code cache per checkout
     tally = Tally()
@@ -277,7 +278,8 @@ def run_marathons(label: str, marathons: list[Marathon], scratch: Path, policy: 
     cache = PromptCache(clock=clock)  # one night: one prompt cache
     definition = load_definition("base-analyzer")
     offered = policy.context_editing if recall is None else recall
-    tools = definition.tools if offered else [t for t in definition.tools if t != RECALL]
+    readable = offered_tools(definition.tools, set())  # the benchmarks' nights run no tests
+    tools = readable if offered else [t for t in readable if t != RECALL]
     tally = Tally()
     for n, marathon in enumerate(marathons):
         brain = MarathonModel(marathon)

@@ -1,4 +1,4 @@
-"""The nightly flow: steps 0-13 of ARCHITECTURE.md, in order, each a task named as the step.
+"""The nightly flow: steps 0-13 of docs/night.md, in order, each a task named as the step.
 
 A step that fails after errors were fetched is recorded in the report and the night goes on: what
 was already collected is still reported, filed and remembered.

@@ -74,7 +74,7 @@ def render_doc(meta: dict[str, Any], body: str) -> str:
 
 
 def render_body(analysis: Analysis) -> str:
-    """Title, Root Cause, Analysis, Next Steps, File Changes: the seed 002 layout."""
+    """Title, Root Cause, Analysis, Next Steps, File Changes: the layout docs/knowledge.md describes."""
     steps = [f"- {_text(s, 2_000)}" for s in analysis.suggested_next_steps] or ["- None recorded."]
     changes = [_change_line(c.path, c.action, c.description) for c in analysis.file_changes] or ["- None proposed."]
     title = _text(analysis.title, 300).replace("\n", " ")

@@ -2,7 +2,7 @@
 
 The index (knowledge_store/index.py) finds the candidates: the same fingerprint, the same error
 class, the same transaction (ids masked, so `orders/123` meets `orders/456`) or a shared tag. Only
-those are scored, with seed 002's weights (same fingerprint 1.0; otherwise class 0.5, transaction
+those are scored, with these weights (same fingerprint 1.0; otherwise class 0.5, transaction
 0.3, 0.1 per shared tag) plus up to 0.2 of text relevance (BM25 of the error's message and stack
 files against each document's message, root cause and files), capped at 1.0. Ties go to the
 analysis people trusted more (outcomes: merged, rejected, reverted). The index holds what a prompt

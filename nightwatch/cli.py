@@ -173,7 +173,7 @@ def _run_flow(settings: Settings, log: Path, parameters: dict[str, Any]):
         _fail(f"run failed: {one_line(str(exc), 400)} (traceback in {log})", 2 if isinstance(cause, USER_ERRORS) else 1)
 
 
-def _settings(**overrides: object) -> Settings:
+def _settings(**overrides: Any) -> Settings:
     from pydantic import ValidationError
 
     try:

@@ -87,7 +87,7 @@ def validate_fix(analysis: Analysis, host: CodeHost) -> ValidatedFix:
     return ValidatedFix(
         changes=changed,
         diff="".join(unified_diff(p, originals[p], changed[p]) for p in sorted(changed)),
-        base_digests={p: digest_bytes(originals[p].encode()) if originals[p] is not None else None for p in changed},
+        base_digests={p: digest_bytes(original.encode()) if (original := originals[p]) is not None else None for p in changed},
     )
 
 

@@ -112,7 +112,7 @@ def _with_fix_suspects(result: ErrorAnalysisResult, subject: Investigation, host
     fix_lines = origin + (lines_it_changes(analysis, host) if analysis.has_fix else [])  # type: ignore[arg-type]
     if not fix_lines:
         return result
-    suspects, _ = suspect_commits(host, blamable_frames(subject.traces), subject.error.first_seen,  # type: ignore[arg-type]
+    suspects, _ = suspect_commits(host, blamable_frames(subject.traces), subject.error.first_seen,
                                   fix_lines=fix_lines, deploys=subject.research.deploys, origin=origin[0] if origin else None)
     return result.model_copy(update={"suspect_commits": suspects}) if suspects else result
 

@@ -208,7 +208,8 @@ def failed_fix_fields(meta: dict[str, object], fix_state: str | None, note: str)
     """When a merged fix turns out not to hold (regressed, reverted): the document's `failed_fixes` with its change
     (`fix_digest`, recorded when its PR opened) added, saying what happened; {} otherwise or when already there."""
     digest = meta.get("fix_digest")
-    failed = meta.get("failed_fixes") if isinstance(meta.get("failed_fixes"), dict) else {}
+    failed_fixes = meta.get("failed_fixes")
+    failed = failed_fixes if isinstance(failed_fixes, dict) else {}
     was_merged = fix_state == "reverted" or meta.get("pr_state") in ("merged", "reverted")  # its PR merged: not a draft
     if fix_state not in FAILED_FIX_STATES or not was_merged or not isinstance(digest, str) or digest in failed:
         return {}

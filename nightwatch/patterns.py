@@ -106,10 +106,12 @@ def shared_root_causes(results: list[ErrorAnalysisResult]) -> list[DetectedPatte
         if len({r.fingerprint for r in cluster}) < 2:
             continue
         classes = sorted({r.error.error_class for r in cluster})
+        first = cluster[0].analysis
+        assert first is not None  # only results with an analysis were clustered
         patterns.append(
             DetectedPattern(
                 title=f"Shared root cause: {', '.join(classes)}"[:120],
-                description=f"{len(cluster)} errors share one root cause: {redact(cluster[0].analysis.root_cause)}",
+                description=f"{len(cluster)} errors share one root cause: {redact(first.root_cause)}",
                 error_classes=classes,
                 modules=sorted({module_of(r.error.transaction) for r in cluster}),
                 occurrences=sum(r.error.occurrences for r in cluster),

@@ -189,7 +189,7 @@ def anthropic_checks(settings: Settings, client: Any = None) -> list[Check]:
     sdk = client or anthropic.Anthropic(api_key=settings.anthropic_api_key.get_secret_value(), base_url=settings.anthropic_base_url,
                                         max_retries=1, timeout=PROBE_TIMEOUT_S)
     where = settings.anthropic_base_url or "the Anthropic API"
-    checks = []
+    checks: list[Check] = []
     for model in dict.fromkeys([settings.model, settings.triage_model]):
         try:
             sdk.messages.count_tokens(model=model, messages=[{"role": "user", "content": "ping"}])

@@ -574,7 +574,7 @@ def _keyed_value(text: str, m: re.Match[str]) -> tuple[int, int, str | None]:
         if not (_credential_like(value) or re.match(r"(?i)(bearer|basic|token)[ \t]+\S{8,}", value)):
             return 0, 0, None
     if not quoted and v.group("uv") is not None and len(v.group("uv")) == VALUE_READ_CHARS and vend == v.end("uv"):
-        vend = _VALUE_REST.match(text, vend).end()  # a long secret: redacted whole, though judged on its start
+        vend = _rest_end(_VALUE_REST, text, vend)  # a long secret: redacted whole, though judged on its start
     scheme = re.match(r"(?i)(bearer|basic|token|ssws|digest)[ \t]+", value)
     if scheme:
         return vstart + scheme.end(), vend, REDACTED
@@ -586,7 +586,7 @@ def _unquoted_value(text: str, m: re.Match[str], v: re.Match[str], env_style: bo
     key, sep = m.group("key"), m.group("sep")
     value, vstart, vend = v.group("uv"), v.start("uv"), v.end("uv")
     if value.endswith(REDACTED[:-1]) and text.startswith("]", vend):  # `https://[REDACTED]@host`: one value, not two
-        vend = _UNQUOTED_REST.match(text, vend + 1).end()
+        vend = _rest_end(_UNQUOTED_REST, text, vend + 1)
         value = text[vstart:vend]
     code = sep == "==" or (sep == ":" and not _line_start(text, m.start())) or (sep == "=" and bool(m.group("sp1")))
     if sep == ":" and re.fullmatch(r"[A-Za-z][A-Za-z'\-]*", value) and re.match(r" +[A-Za-z]", text[vend:vend + 3]):
@@ -602,6 +602,13 @@ def _unquoted_value(text: str, m: re.Match[str], v: re.Match[str], env_style: bo
         vend -= 1
         value = value[:-1]
     return value, vstart, vend, _keep_unquoted(value, key, env_style, text, vend, code)
+
+
+def _rest_end(rest: re.Pattern[str], text: str, start: int) -> int:
+    """Where a run of `rest` (_VALUE_REST, _UNQUOTED_REST) from `start` ends."""
+    run = rest.match(text, start)
+    assert run is not None  # a `[...]*` pattern matches everywhere, if only the empty string
+    return run.end()
 
 
 def _line_start(text: str, index: int) -> bool:

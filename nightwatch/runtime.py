@@ -277,6 +277,7 @@ def _issue_tracker(s: Settings, state: str, home: Path) -> Any:
     if state == "live":
         from nightwatch.publishers.issues import GitHubIssueTracker
 
+        assert s.github_token is not None and s.github_repo
         return GitHubIssueTracker(s.github_repo, s.github_token, base_url=s.github_base_url)
     from nightwatch.publishers.issues import FileIssueTracker
 
@@ -287,6 +288,7 @@ def _pr_publisher(s: Settings, state: str, home: Path) -> Any:
     if state == "live":
         from nightwatch.publishers.pull_requests import GitHubPRPublisher
 
+        assert s.github_token is not None and s.github_repo
         return GitHubPRPublisher(s.github_repo, s.github_token, base_url=s.github_base_url)
     from nightwatch.publishers.pull_requests import FilePRPublisher
 
@@ -297,6 +299,7 @@ def _notifier(s: Settings, state: str, home: Path, report_dir: Path) -> Any:
     if state == "live":
         from nightwatch.publishers.slack import SlackNotifier
 
+        assert s.slack_bot_token is not None and s.slack_channel
         return SlackNotifier(s.slack_bot_token, s.slack_channel, base_url=s.slack_base_url, ledger_dir=home / "ledger" / "slack")
     from nightwatch.publishers.slack import FileNotifier
 

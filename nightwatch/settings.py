@@ -248,7 +248,7 @@ class Settings(BaseSettings):
         return self.home.expanduser().resolve()
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
 
 

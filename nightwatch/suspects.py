@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeGuard
 
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
@@ -45,7 +45,7 @@ class BlameHost(Protocol):
     def pull_url(self, number: int) -> str: ...
 
 
-def can_blame(host: object) -> bool:
+def can_blame(host: object) -> TypeGuard[BlameHost]:
     return all(callable(getattr(host, name, None)) for name in ("blame", "landing", "hunk", "pull_url"))
 
 

@@ -369,7 +369,7 @@ def _else_of_none_check(lines: list[str], number: int, indent: int) -> bool:
         text = lines[n - 1]
         if text.strip() and _indent(text) == indent:
             match = _PY_IF.match(text)
-            return bool(match) and re.search(r"\bis\s+None\s*$|^not\s", match["cond"].strip()) is not None
+            return match is not None and re.search(r"\bis\s+None\s*$|^not\s", match["cond"].strip()) is not None
     return False
 
 
@@ -385,8 +385,8 @@ def _early_exit_on(stripped: str, receiver: str, lines: list[str], number: int, 
         word = re.search(r"\s(if|unless)\s+" + re.escape(early["cond"]) + "$", stripped)
         return word is not None and not _tests_presence(word.group(1), early["cond"])
     block = _BLOCK_RUBY.match(stripped)
-    return bool(block) and plain in _nil_tested(block["cond"], False) and not _tests_presence(block["word"], block["cond"]) \
-        and _body_exits(lines, number, False)
+    return block is not None and plain in _nil_tested(block["cond"], False) \
+        and not _tests_presence(block["word"], block["cond"]) and _body_exits(lines, number, False)
 
 
 def _use_excerpt(text: str, receiver: str) -> str:

@@ -106,7 +106,7 @@ def poll_policy(ctx: RunContext, hold_s: float | None) -> PollPolicy:
 
 @nightwatch_task(name="plan_triage", step="4")
 def plan_triage(ctx: RunContext, errors: list[ErrorGroup], traces: list[TraceData], research: list[ResearchContext]) -> TriagePlan:
-    """Known answers, then every other error's request, estimated and split by cost (seed 004, phase 3)."""
+    """Known answers, then every other error's request, estimated and split by cost (nightwatch/triage/plan.py)."""
     s = settings_for(ctx)
     return plan_night(ctx.run_id, list(zip(errors, traces, research)), s.triage_model, s.batch_token_budget)
 

@@ -69,6 +69,13 @@ def test_every_result_type_becomes_an_entry_and_a_broken_line_costs_one_entry():
     assert entries[""].kind == "unreadable" and "not JSON" in entries[""].error
 
 
+@pytest.mark.parametrize("line", ['{"custom_id": "req-1", "n": ' + "9" * 5000 + "}", b'{"custom_id": "r\xff"}', "{not json"],
+                         ids=["an integer past the digit limit", "bytes not UTF-8", "not JSON"])
+def test_a_results_line_python_cannot_read_is_unreadable_not_a_crash(line):
+    entry = entry_from_line(line)
+    assert entry.kind == "unreadable" and entry.error.startswith("results line is not JSON (")
+
+
 def test_line_that_is_json_but_not_a_result():
     entry = entry_from_line('{"custom_id": "req-9", "result": {"type": "succeeded"}}')
     assert entry.kind == "unreadable" and entry.custom_id == "req-9" and "schema" in entry.error

@@ -48,7 +48,7 @@ from nightwatch.trace_paths import PathMap, locate_frames
 from tests.bugsink_server import Bugsink
 from tests.prefect_processes import PROCESS_GUARD_S, free_port, run_process_group, seed_database, stop_group
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # a real Bugsink started, then whole nights on it
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "nightwatch" / "demo_python"

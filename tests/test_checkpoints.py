@@ -1,4 +1,4 @@
-"""Checkpoints (seed 004): atomic, verified, and an investigation killed mid-loop resumes where it stopped."""
+"""Checkpoints: atomic, verified, and an investigation killed mid-loop resumes where it stopped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Knowledge documents: seed 002 format, one document per fingerprint, idempotent per run."""
+"""Knowledge documents: the format docs/knowledge.md describes, one document per fingerprint, idempotent per run."""
 
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ def test_the_setting_reads_its_environment_variable(tmp_path, monkeypatch):
     assert Settings().result_storage == "memory://team"
 
 
+@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_saved_filesystem_block_is_used_and_a_missing_one_is_named(tmp_path):
@@ -127,6 +128,7 @@ def test_a_cached_steps_key_carries_the_shape_of_the_results_it_stores(monkeypat
     assert _prefect.results_version() == version
 
 
+@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_night_rerun_after_an_upgrade_recomputes_what_the_old_version_cached(tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ from typing import Any
 from anthropic.types.beta import (
     BetaClearThinking20251015EditParam,
     BetaClearToolUses20250919EditParam,
+    BetaThinkingTurnsParam,
 )
 
 from nightwatch.agent.policy import ContextPolicy
@@ -50,7 +51,7 @@ def edits(policy: ContextPolicy, thinking_on: bool, clear_at_least: int | None =
         turns = policy.clear_thinking_keep
         out.append(BetaClearThinking20251015EditParam(
             type="clear_thinking_20251015",
-            keep="all" if turns == "all" else {"type": "thinking_turns", "value": int(turns)},
+            keep="all" if turns == "all" else BetaThinkingTurnsParam(type="thinking_turns", value=int(turns)),
         ))
     clear = BetaClearToolUses20250919EditParam(
         type="clear_tool_uses_20250919",

@@ -264,7 +264,7 @@ class ContextLayers:
             return None
         checkpoint = Checkpoint(
             run_id=self.runner.run_id, fingerprint=self.runner.fingerprint, agent=self.config.agent, model=self.config.model,
-            iteration=state.iteration, trigger=trigger,  # type: ignore[arg-type]
+            iteration=state.iteration, trigger=trigger,
             examined=list(self.runner.files_examined) + [f"{c.name} (iteration {c.iteration})" for c in self.runner.calls],
             hypotheses=state.hypotheses(), decisions=state.decisions[-20:], next_steps=state.pending_calls(),
             state=state.to_dict(), calls=list(calls), tool_calls=list(self.runner.calls), files_examined=list(self.runner.files_examined),

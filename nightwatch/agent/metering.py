@@ -92,8 +92,8 @@ def record(response: Any, ctx: CallContext) -> ModelCall:
     usage = usage_of(response)
     return ModelCall(
         call_id=_call_id(ctx),
-        run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,  # type: ignore[arg-type]
-        model=ctx.model, mode=ctx.mode, usage=usage,  # type: ignore[arg-type]
+        run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,
+        model=ctx.model, mode=ctx.mode, usage=usage,
         cost_usd=cost_usd(getattr(response, "model", None) or ctx.model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl),
         price_table=PRICE_TABLE_VERSION, latency_ms=ctx.latency_ms, stop_reason=response.stop_reason or "",
         edits_applied=ctx.edits_applied, tokens_cleared=ctx.tokens_cleared,
@@ -139,8 +139,8 @@ def unconfirmed(params: dict[str, Any], lost: LostAttempt, ctx: CallContext) -> 
     """The row of an attempt whose answer was lost: estimated input, no output, `status='unconfirmed'`."""
     usage = estimated_usage(params)
     return ModelCall(
-        call_id=_call_id(ctx), run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,  # type: ignore[arg-type]
-        model=ctx.model, mode=ctx.mode, usage=usage,  # type: ignore[arg-type]
+        call_id=_call_id(ctx), run_id=ctx.run_id, fingerprint=ctx.fingerprint, phase=ctx.phase, iteration=ctx.iteration,
+        model=ctx.model, mode=ctx.mode, usage=usage,
         cost_usd=cost_usd(ctx.model, usage, batch=ctx.mode == "batch", cache_ttl=ctx.cache_ttl), price_table=PRICE_TABLE_VERSION,
         latency_ms=lost.latency_ms, started_at=lost.started_at, status="unconfirmed",
     )

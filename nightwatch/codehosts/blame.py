@@ -133,7 +133,7 @@ def _look_through(root: Path, run_git, path: str, blamed: list[BlamedLine], igno
     looked through; why it stopped early ("" when it did not: a failure keeps the blame that stands)."""
     current = {b.line: b for b in blamed}
     looked: list[str] = []
-    checked: set[str] = set()
+    checked: set[tuple[str, str]] = set()
     for _ in range(FORMATTING_ROUNDS - 1):
         named = [key for key in dict.fromkeys((b.sha, b.path or path) for b in current.values() if not b.boundary)
                  if key not in checked][:FORMATTING_CHECKS]
@@ -213,7 +213,7 @@ def landing_of(root: Path, run_git, sha: str, branch_ref: str, timeout: float) -
         return Landing()
     if len(own) == 3 and not own[1].strip():
         return Landing(landed_at=_when(own[0]), root=True)
-    fields = next((r.strip("\n").split(FIELD, 2) for r in merges.split(RECORD) if r.strip()), [])
+    fields: list[str] = next((r.strip("\n").split(FIELD, 2) for r in merges.split(RECORD) if r.strip()), [])
     # a merge brought `sha` unless it was on the branch's line already (an ancestor of the merge's first parent)
     brought = len(fields) == 3 and is_ancestor(root, run_git, sha, f"{fields[0]}^1", timeout) is not True
     if brought and (match := MERGE.match(fields[2])):

@@ -20,6 +20,7 @@ import re
 import threading
 import warnings
 from pathlib import PurePosixPath
+from typing import Protocol, TypeGuard
 
 from nightwatch.codehosts.ruby_tree import RUBY_NAMES, RUBY_SUFFIXES, ruby_encoding, ruby_lines_before, ruby_tokens
 
@@ -120,12 +121,24 @@ def _trees(before: str, after: str) -> tuple[ast.AST, ast.AST] | None:
         return None
 
 
-def _paired(old_tree: ast.AST, new_tree: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+class _Positioned(Protocol):
+    """A node with a position: a statement, an expression, an argument... (not a module, an operator, a `case`)."""
+
+    lineno: int
+    end_lineno: int | None
+
+
+def _positioned(pair: tuple[ast.AST, ast.AST]) -> TypeGuard[tuple[_Positioned, _Positioned]]:
+    """Whether the new node of a pair has a position; the old one, the same node of an equal tree, then has one too."""
+    return getattr(pair[1], "lineno", None) is not None
+
+
+def _paired(old_tree: ast.AST, new_tree: ast.AST) -> list[tuple[_Positioned, _Positioned]]:
     """(node of the old tree, the same node of the new one) for every node with a position, breadth first: equal
     trees walk alike, node for node."""
-    pairs: list[tuple[ast.AST, ast.AST]] = []
+    pairs: list[tuple[_Positioned, _Positioned]] = []
     level = [(old_tree, new_tree)]
     while level:
-        pairs += [pair for pair in level if getattr(pair[1], "lineno", None) is not None]
+        pairs += [pair for pair in level if _positioned(pair)]
         level = [child for old, new in level for child in zip(ast.iter_child_nodes(old), ast.iter_child_nodes(new))]
     return pairs

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property
 from itertools import islice
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypedDict
 
 import requests
 from github import Auth, Github, GithubException, GithubRetry
@@ -276,7 +276,7 @@ class GitHubHost(GitHubRepoAdapter):
     ) -> list[SearchHit]:
         """GitHub code search narrows the files; the lines are then found in each file's text."""
         matches = line_matcher(query, regex)
-        qualifiers = {"repo": self.repo_name, **_glob_qualifiers(path_glob)}
+        qualifiers: _Qualifiers = {"repo": self.repo_name, **_glob_qualifiers(path_glob)}
         hits: list[SearchHit] = []
         with github_errors(f"searching code for {query!r}"):
             results = self._gh.search_code(_search_terms(query, regex), **qualifiers)
@@ -379,12 +379,21 @@ def _search_terms(query: str, regex: bool) -> str:
     return " ".join(words)
 
 
-def _glob_qualifiers(path_glob: str | None) -> dict[str, str]:
+class _Qualifiers(TypedDict, total=False):
+    """The code search qualifiers NightWatch sets: `repo:`, and those of a path glob."""
+
+    repo: str
+    path: str
+    filename: str
+    extension: str
+
+
+def _glob_qualifiers(path_glob: str | None) -> _Qualifiers:
     """`app/models/*.rb` -> path:app/models extension:rb; results are still checked against the glob."""
     if not path_glob:
         return {}
     pattern = path_glob.strip().removeprefix("./")
-    qualifiers: dict[str, str] = {}
+    qualifiers: _Qualifiers = {}
     wildcard = any(c in pattern for c in "*?[")
     literal = _literal_folder(pattern) if wildcard else pattern.rstrip("/")
     if not wildcard and "." in posixpath.basename(literal):  # a file name, not a folder

@@ -148,8 +148,10 @@ class _History:
         for sha in unknown:
             parent, after = changed.get(sha, ("", None))
             old = before[parent][1] if parent else None
-            formatting = old is not None and after is not None and formatting_only(old, after, self.path)
-            self.cache[("verdict", sha, self.path)] = (parent, lines_before(old, after, self.path), after) if formatting else None
+            if old is not None and after is not None and formatting_only(old, after, self.path):
+                self.cache[("verdict", sha, self.path)] = (parent, lines_before(old, after, self.path), after)
+            else:
+                self.cache[("verdict", sha, self.path)] = None
         return {sha: verdict for sha in shas if (verdict := self.cache[("verdict", sha, self.path)]) is not None}
 
     def look_through(self, ref: str, blamed: list[BlamedLine]) -> tuple[list[BlamedLine], list[str], str]:

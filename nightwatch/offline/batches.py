@@ -94,7 +94,7 @@ class OfflineBatches:
         if not self._status(record).ended:
             raise BatchError(f"batch {batch_id} has not ended: its results are not available yet")
         finished = self._finish_times(record)
-        stop = _at(record["cancel_at"]) or _at(record["created_at"]) + EXPIRY
+        stop = _at(record["cancel_at"]) or _created(record) + EXPIRY
         for request in sorted(record["requests"], key=lambda r: finished[r["custom_id"]]):
             done = finished[request["custom_id"]] <= stop
             yield self._answer(request) if done else BatchEntry(custom_id=request["custom_id"], kind="canceled" if record["cancel_at"] else "expired")
@@ -103,11 +103,11 @@ class OfflineBatches:
     def _finish_times(self, record: dict[str, Any]) -> dict[str, datetime]:
         """Requests finish spread over the processing time, in an order that is not the request order."""
         ids = sorted((r["custom_id"] for r in record["requests"]), key=lambda c: hashlib.sha256(c.encode()).hexdigest())
-        start = _at(record["created_at"])
+        start = _created(record)
         return {c: start + self.processing * (i + 1) / len(ids) for i, c in enumerate(ids)}
 
     def _status(self, record: dict[str, Any]) -> BatchStatus:
-        created, cancel_at = _at(record["created_at"]), _at(record["cancel_at"])
+        created, cancel_at = _created(record), _at(record["cancel_at"])
         ended_at = min(t for t in (created + self.processing, cancel_at) if t is not None)
         ended = self.clock() >= ended_at
         counts = {"processing": 0 if ended else len(record["requests"]), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
@@ -115,11 +115,11 @@ class OfflineBatches:
             for entry_kind in self._kinds(record):
                 counts[entry_kind] += 1
         state = "ended" if ended else ("canceling" if cancel_at else "in_progress")
-        return BatchStatus(batch_id=record["id"], processing_status=state, counts=counts, created_at=created,  # type: ignore[arg-type]
+        return BatchStatus(batch_id=record["id"], processing_status=state, counts=counts, created_at=created,
                            ended_at=ended_at if ended else None, expires_at=created + EXPIRY)
 
     def _kinds(self, record: dict[str, Any]) -> list[str]:
-        stop = _at(record["cancel_at"]) or _at(record["created_at"]) + EXPIRY
+        stop = _at(record["cancel_at"]) or _created(record) + EXPIRY
         return ["succeeded" if t <= stop else ("canceled" if record["cancel_at"] else "expired") for t in self._finish_times(record).values()]
 
     def _answer(self, request: dict[str, Any]) -> BatchEntry:
@@ -149,3 +149,8 @@ class OfflineBatches:
 
 def _at(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
+
+
+def _created(record: dict[str, Any]) -> datetime:
+    """When a batch was created: `create` always records it."""
+    return datetime.fromisoformat(record["created_at"])

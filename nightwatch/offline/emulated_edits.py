@@ -64,7 +64,8 @@ def clear_tool_uses(messages: list[dict], edit: dict, prompt_tokens: int) -> dic
         return None
     excluded = set(edit.get("exclude_tools") or [])
     keep = _value(edit.get("keep"), DEFAULT_CLEAR_KEEP)
-    candidates = [u for u in uses[: max(0, len(uses) - keep)] if u[1]["name"] not in excluded and u[2] is not None]
+    candidates = [(index, use, result) for index, use, result in uses[: max(0, len(uses) - keep)]
+                  if use["name"] not in excluded and result is not None]
     tokens = sum(_result_tokens(result) for _, _, result in candidates)
     if not candidates or tokens < _value(edit.get("clear_at_least"), 0):
         return None
@@ -89,7 +90,7 @@ def _value(spec: dict | None, default: int) -> int:
 def _tool_uses(messages: list[dict]) -> list[tuple[int, dict, dict | None]]:
     """(message index, tool_use block, its tool_result block or None), oldest first."""
     results = {b.get("tool_use_id"): b for m in messages if m["role"] == "user" for b in blocks_of(m) if b.get("type") == "tool_result"}
-    out = []
+    out: list[tuple[int, dict, dict | None]] = []
     for index, message in enumerate(messages):
         if message["role"] == "assistant":
             out.extend((index, b, results.get(b["id"])) for b in blocks_of(message) if b.get("type") == "tool_use")

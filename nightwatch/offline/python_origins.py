@@ -57,7 +57,9 @@ def python_origin(error_class: str, message: str, frames: list[PyFrame]) -> Foun
 
 def _none_passed_in(message: str, frames: list[PyFrame]) -> Found | None:
     attribute = _NONE_ATTRIBUTE.search(message)
-    receiver = re.search(rf"\b([A-Za-z_]\w*)\.{attribute[1]}\b", frames[0].source.get(frames[0].line, "")) if attribute else None
+    if not attribute:
+        return None
+    receiver = re.search(rf"\b([A-Za-z_]\w*)\.{attribute[1]}\b", frames[0].source.get(frames[0].line, ""))
     if not receiver:
         return None
     name = receiver[1]
@@ -253,7 +255,7 @@ def validator_origin(column: str, path: str, source: dict[int, str]) -> Found | 
 def defines(text: str, names: Collection[str]) -> bool:
     """Whether a line is the `def` of one of the functions `names`."""
     found = _DEF.match(text)
-    return bool(found) and found[1] in names
+    return found is not None and found[1] in names
 
 
 def def_line_of(source: dict[int, str], names: Collection[str]) -> int | None:
@@ -276,7 +278,9 @@ def _enclosing_def(frame: PyFrame) -> tuple[str, list[str]]:
         number += 1
     inside = signature[signature.index("(") + 1: signature.rfind(")")]
     names = [re.match(r"\s*\**(\w+)", part) for part in _split_top_level(inside)]
-    return _DEF.match(frame.source[start])[1], [m[1] for m in names if m and m[1] not in ("self", "cls")]
+    header = _DEF.match(frame.source[start])
+    assert header is not None  # _def_line chose `start` because this matched
+    return header[1], [m[1] for m in names if m and m[1] not in ("self", "cls")]
 
 
 def _argument(line: str, function: str, params: list[str], name: str) -> str | None:

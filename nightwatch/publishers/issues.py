@@ -15,6 +15,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
+from github.GithubObject import NotSet
 from pydantic import BaseModel
 
 from nightwatch.atomic import atomic_write_text
@@ -122,15 +123,15 @@ class GitHubIssueTracker(GitHubRepoAdapter):
         found: dict[tuple[str, int], Observed] = {}
         with github_errors("reading the state of the issues and PRs NightWatch filed"):
             listing = self.repository.get_issues(state="all", labels=[self.label], sort="updated", direction="desc",
-                                                 **({"since": since} if since else {}))
+                                                 since=since if since else NotSet)
             for issue in islice(listing, MAX_OUTCOMES_SCANNED):
                 if not _is_pull(issue.html_url) and issue.number in issues:
                     found[("issue", issue.number)] = issue_observed(issue)
             pending = [d.pr_number for d in filed if d.pr_number is not None and d.pr_state in (None, "open")]
             for number in pending:
                 found[("pr", number)] = pr_observed(self.repository.get_pull(number))
-            merged = {d.pr_number for d in filed if d.pr_state == "merged"} | {n for (k, n), o in found.items()
-                                                                                 if k == "pr" and o.state == "merged"}
+            merged = {d.pr_number for d in filed if d.pr_state == "merged" and d.pr_number is not None} | {
+                n for (k, n), o in found.items() if k == "pr" and o.state == "merged"}
             found |= self._reverts(merged & prs, since)
         return found
 
@@ -214,9 +215,10 @@ class FileIssueTracker:
     def create_issue(self, title: str, body: str, labels: list[str], fingerprint: str) -> TrackedIssue:
         issues = self._index()
         number = max((e["number"] for e in issues), default=0) + 1
+        file = f"issues/{number}-{fingerprint}.md"
         entry = {"number": number, "fingerprint": fingerprint, "title": title, "state": "open",
-                 "labels": list(dict.fromkeys([LABEL, *labels])), "file": f"issues/{number}-{fingerprint}.md"}
-        atomic_write_text(self.root / entry["file"], f"# {title}\n\n{with_marker(body, fingerprint_marker(fingerprint))}")
+                 "labels": list(dict.fromkeys([LABEL, *labels])), "file": file}
+        atomic_write_text(self.root / file, f"# {title}\n\n{with_marker(body, fingerprint_marker(fingerprint))}")
         self._save(issues + [entry])
         return self._tracked(entry)
 
@@ -368,7 +370,7 @@ def _labels(result: ErrorAnalysisResult, demo: bool) -> list[str]:
 
 def _outcome(result: ErrorAnalysisResult, action: str, issue: TrackedIssue | None = None, reason: str = "") -> CreatedIssueResult:
     return CreatedIssueResult(
-        fingerprint=result.fingerprint, action=action,  # type: ignore[arg-type]
+        fingerprint=result.fingerprint, action=action,
         issue_number=issue.number if issue else None, url=issue.url if issue else "",
         title=issue.title if issue else issue_title(result), reason=reason,
     )

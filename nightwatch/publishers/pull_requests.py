@@ -121,9 +121,10 @@ class FilePRPublisher:
     ) -> tuple[int, str]:
         pulls = self._index()
         number = max((e["number"] for e in pulls), default=0) + 1
+        folder_name = f"pulls/{number}-{fingerprint}"
         entry = {"number": number, "fingerprint": fingerprint, "title": title, "branch": branch, "base": base,
-                 "state": "open", "draft": True, "folder": f"pulls/{number}-{fingerprint}", "files": sorted(changes)}
-        folder = self.root / entry["folder"]
+                 "state": "open", "draft": True, "folder": folder_name, "files": sorted(changes)}
+        folder = self.root / folder_name
         for path, content in changes.items():
             atomic_write_text(folder / "files" / safe_relative_path(path), content)
         header = f"# {title}\n\n- Draft: yes\n- Branch: `{branch}`\n- Base: `{base}`\n\n"

@@ -164,7 +164,8 @@ def collect_error_groups(rows: list[Any], app_name: str) -> ParsedErrors:
 def _group_from_row(row: Any, app_name: str) -> tuple[ErrorGroup, tuple[str, str]]:
     if not isinstance(row, dict):
         raise ValueError(f"expected an object, got a {type(row).__name__}")
-    facet = row.get("facet") if isinstance(row.get("facet"), list) else [None, None]
+    facet = row.get("facet")
+    facet = facet if isinstance(facet, list) else [None, None]
     raw_class = row.get("error.class") or (facet[0] if facet else None)
     raw_tx = row.get("transactionName") or (facet[1] if len(facet) > 1 else None)
     if not isinstance(raw_class, str) or not raw_class.strip():

@@ -34,7 +34,7 @@ from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 from nightwatch.sources import http_retry
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import parse_timestamp
-from nightwatch.sources.sentry_event import exceptions_of, handled_of, moment, text, trace_of
+from nightwatch.sources.sentry_event import exceptions_of, handled_of, moment, object_at, text, trace_of
 
 MAX_PAGES = 200  # of one list: 20,000 Sentry issues, 50,000 Bugsink ones, far past what a night selects from
 
@@ -191,7 +191,7 @@ def sentry_group(issue: Any, app: str) -> ErrorGroup | None:
     culprit (the transaction, where the SDK named one) as the transaction, its counts for the window."""
     if not isinstance(issue, dict) or not issue.get("id"):
         return None
-    metadata = issue.get("metadata") if isinstance(issue.get("metadata"), dict) else {}
+    metadata = object_at(issue, "metadata")
     message_event = not metadata.get("type")
     return ErrorGroup(
         error_class="" if message_event else text(metadata.get("type"), 300),
@@ -274,7 +274,7 @@ class BugsinkSource:
         """An event of the list in full (its `data` as the SDK sent it), read once a night."""
         if listed["id"] not in self._full:
             body, _ = self.api.get(f"api/canonical/0/events/{listed['id']}/", None, f"event {listed['id']}")
-            self._full[listed["id"]] = body.get("data") if isinstance(body, dict) and isinstance(body.get("data"), dict) else {}
+            self._full[listed["id"]] = object_at(body, "data") if isinstance(body, dict) else {}
         return self._full[listed["id"]]
 
     def _group(self, issue: dict, window: Window) -> ErrorGroup | None:

@@ -75,7 +75,7 @@ def _from_entry(out: dict[str, Any], kind: str, data: dict[str, Any]) -> None:
 
 
 def _api_exception(value: dict[str, Any]) -> dict[str, Any]:
-    trace = value.get("stacktrace") if isinstance(value.get("stacktrace"), dict) else {}
+    trace = object_at(value, "stacktrace")
     frames = [_api_frame(f) for f in trace.get("frames") or [] if isinstance(f, dict)]
     return {"type": value.get("type"), "value": value.get("value"), "module": value.get("module"),
             "mechanism": value.get("mechanism"), "stacktrace": {"frames": frames}}
@@ -100,6 +100,12 @@ def text(value: Any, limit: int = TEXT_LIMIT) -> str:
     if not isinstance(value, (str, bytes)):
         value = json.dumps(value, default=str, ensure_ascii=False)
     return clean(value, limit=limit)[0]
+
+
+def object_at(value: dict[str, Any], key: str) -> dict[str, Any]:
+    """`value[key]` when it is an object (a dict), else {}: events hold whatever their SDK sent."""
+    found = value.get(key)
+    return found if isinstance(found, dict) else {}
 
 
 def variable(name: str, value: Any) -> str:
@@ -151,13 +157,13 @@ def class_of(exception: dict[str, Any], qualified: bool = True) -> str:
 
 
 def handled_of(exception: dict[str, Any]) -> bool | None:
-    mechanism = exception.get("mechanism") if isinstance(exception.get("mechanism"), dict) else {}
+    mechanism = object_at(exception, "mechanism")
     return _flag(mechanism.get("handled"))
 
 
 def frames_of(exception: dict[str, Any]) -> list[StackFrame]:
     """An exception's frames, the raising frame first (the SDKs send the outermost first), at most MAX_FRAMES."""
-    trace = exception.get("stacktrace") if isinstance(exception.get("stacktrace"), dict) else {}
+    trace = object_at(exception, "stacktrace")
     raw = [f for f in trace.get("frames") or [] if isinstance(f, dict)]
     return [_frame(f) for f in reversed(raw[-MAX_FRAMES:])]
 
@@ -170,7 +176,7 @@ def _frame(frame: dict[str, Any]) -> StackFrame:
     number = line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None
     # An SDK's in_app=False is believed; its True is checked, as old SDKs marked every frame, libraries included
     in_app = frame.get("in_app") is not False and not generated and is_app_path(path)
-    variables = frame.get("vars") if isinstance(frame.get("vars"), dict) else {}
+    variables = object_at(frame, "vars")
     return StackFrame(file=path, line=number, method=text(frame.get("function"), 300), in_app=in_app,
                       module=text(frame.get("module"), 300), context=_context(frame, number),
                       variables={text(k, 100): variable(str(k), v) for k, v in list(variables.items())[:MAX_VARIABLES]})
@@ -196,9 +202,9 @@ def chain_of(exceptions: list[dict[str, Any]]) -> list[ChainedException]:
         source = str((following.get("mechanism") or {}).get("source", "")) if isinstance(following.get("mechanism"), dict) else ""
         # sentry-sdk 3.x says which (mechanism.source); 1.x and 2.x repeat the outer mechanism on every cause
         relation = ("cause" if source == "__cause__" else "context" if source == "__context__" else "chained") if following else ""
-        mechanism = exc.get("mechanism") if isinstance(exc.get("mechanism"), dict) else {}
+        mechanism = object_at(exc, "mechanism")
         out.append(ChainedException(error_class=class_of(exc), message=text(exc.get("value")), handled=handled_of(exc),
-                                    mechanism=text(mechanism.get("type"), 100), relation=relation))  # type: ignore[arg-type]
+                                    mechanism=text(mechanism.get("type"), 100), relation=relation))
     return out
 
 
@@ -234,10 +240,10 @@ def attributes(event: dict[str, Any]) -> dict[str, Any]:
     after step 1 read both sources alike; Sentry's own facts (release, environment, level, handled) beside them."""
     chain = exceptions_of(event)
     error = chain[-1] if chain else {}
-    request = event.get("request") if isinstance(event.get("request"), dict) else {}
+    request = object_at(event, "request")
     tags = _tags(event)
-    contexts = event.get("contexts") if isinstance(event.get("contexts"), dict) else {}
-    response = contexts.get("response") if isinstance(contexts.get("response"), dict) else {}
+    contexts = object_at(event, "contexts")
+    response = object_at(contexts, "response")
     when = moment(event)
     out: dict[str, Any] = {
         "timestamp": when.isoformat() if when else None,
@@ -296,7 +302,7 @@ def breadcrumbs_of(event: dict[str, Any]) -> list[Breadcrumb]:
     values = crumbs.get("values") if isinstance(crumbs, dict) else crumbs
     out = []
     for crumb in [c for c in values or [] if isinstance(c, dict)][-MAX_BREADCRUMBS:]:
-        data = crumb.get("data") if isinstance(crumb.get("data"), dict) else {}
+        data = object_at(crumb, "data")
         shown = {str(k): REDACTED if key_strength(str(k)) else v for k, v in data.items()}
         out.append(Breadcrumb(at=moment(crumb), category=text(crumb.get("category") or crumb.get("type"), 100),
                               level=text(crumb.get("level"), 20), message=_short(crumb.get("message")),
@@ -331,7 +337,7 @@ def request_of(event: dict[str, Any], attrs: dict[str, Any]) -> RequestFacts | N
 
 def message_of(event: dict[str, Any]) -> str:
     """A message event's text (logentry, or the legacy `message`)."""
-    entry = event.get("logentry") if isinstance(event.get("logentry"), dict) else {}
+    entry = object_at(event, "logentry")
     return text(entry.get("formatted") or entry.get("message") or event.get("message"))
 
 

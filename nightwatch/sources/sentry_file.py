@@ -18,7 +18,7 @@ from typing import Any
 
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 from nightwatch.sources.base import ErrorBatch, SourceError, hour_after, read_errors_file
-from nightwatch.sources.sentry_event import exceptions_of, handled_of, message_of, moment, text, trace_of
+from nightwatch.sources.sentry_event import exceptions_of, handled_of, message_of, moment, object_at, text, trace_of
 
 EVENTS_FORMAT = "nightwatch.sentry-sdk-events/1"
 
@@ -34,7 +34,7 @@ def group_key(event: dict[str, Any]) -> str:
                 if isinstance(f, dict) and f.get("in_app") is True]
         basis: Any = ["exception", error.get("type"), error.get("module"), path]
     else:
-        entry = event.get("logentry") if isinstance(event.get("logentry"), dict) else {}
+        entry = object_at(event, "logentry")
         basis = ["message", entry.get("message") or entry.get("formatted") or event.get("message")]
     return hashlib.sha256(json.dumps(basis, default=str).encode()).hexdigest()[:32]
 

@@ -17,10 +17,11 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import anthropic
 from anthropic.types.messages import MessageBatch, MessageBatchIndividualResponse
+from anthropic.types.messages.batch_create_params import Request
 from pydantic import Field, ValidationError
 
 from nightwatch.models import Model, TokenUsage
@@ -101,8 +102,9 @@ def entry_from_line(line: str | bytes) -> BatchEntry:
     """Parse one JSONL line with the SDK's own type; a line that does not parse becomes `unreadable`."""
     try:
         raw = json.loads(line)
-    except ValueError as exc:
-        return BatchEntry(custom_id="", kind="unreadable", error=f"results line is not JSON ({exc.msg})")
+    except ValueError as exc:  # JSONDecodeError, and the rest: an integer past Python's digit limit, bytes not UTF-8
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:200]
+        return BatchEntry(custom_id="", kind="unreadable", error=f"results line is not JSON ({why})")
     custom_id = raw.get("custom_id", "") if isinstance(raw, dict) else ""
     try:
         response = MessageBatchIndividualResponse.model_validate(raw)
@@ -139,8 +141,9 @@ class AnthropicBatches:
         anything else (timeout, reset, 5xx, 429, an answer that is not a batch) is `BatchError`, and the batch may
         exist all the same."""
         once = self.sdk.with_options(max_retries=0)
+        sent = cast("list[Request]", requests)  # plain JSON dicts of the API's Request shape (TriageRequest.batch_request)
         try:
-            return status_of(self._call("create", lambda: once.messages.batches.create(requests=requests)))
+            return status_of(self._call("create", lambda: once.messages.batches.create(requests=sent)))
         except BatchError:
             raise
         except Exception as exc:  # a body that is not JSON, or JSON that is not a batch: the SDK does not say which

@@ -171,7 +171,7 @@ def route(fingerprint: str, answer: TriageAnswer | None, via: str, known: PriorA
         chosen, reason = "deep", f"{answer.complexity} {answer.category.replace('_', ' ')}: needs the code read"
     else:
         chosen, reason = "simple", f"{answer.category.replace('_', ' ')}: the triage answer stands"
-    return TriageVerdict(fingerprint=fingerprint, **answer.model_dump(), route=chosen, route_reason=reason, via=via)  # type: ignore[arg-type]
+    return TriageVerdict(fingerprint=fingerprint, **answer.model_dump(), route=chosen, route_reason=reason, via=via)
 
 
 def mark_fallback(outcome: TriageOutcome, reason: str, wasted: ModelCall | None = None) -> TriageOutcome:

@@ -101,11 +101,11 @@ def check_fix_commit(commit: FixCommit, settings: HarnessSettings) -> CommitTest
     return CommitTestResult(commit.test, verdict, detail, environment=environment, runs=[before, after], setup_seconds=made)
 
 
-def _both_sides(commit: FixCommit, settings: HarnessSettings):  # type: ignore[no-untyped-def]
+def _both_sides(commit: FixCommit, settings: HarnessSettings) -> list[tuple[CommitTestRun, TestEnvironment]] | CommitTestResult:
     """(run, environment) at the parent and at the fix, or a "not run" result."""
     overlay = {path: _show(commit.repo, commit.fix, path) for path in changed_test_files(commit.repo, commit.parent, commit.fix)}
     runner: TestCommand | None = None
-    sides = []
+    sides: list[tuple[CommitTestRun, TestEnvironment]] = []
     for sha, laid in ((commit.parent, overlay), (commit.fix, {})):
         with commit_tree(commit.repo, sha, laid) as tree:
             runner = runner or test_command(tree, settings.command)

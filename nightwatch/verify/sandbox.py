@@ -167,7 +167,7 @@ def _run(command: list[str], argv: list[str], limits: Limits, secrets: list[str]
     except OSError as exc:
         return SandboxRun(command=command, exit_code=None, output="", seconds=0.0, limits=limits,
                           not_run=f"bubblewrap could not start ({exc.strerror or exc})")
-    reader = _CappedReader(proc.stdout, limits.output_bytes)  # type: ignore[arg-type]
+    reader = _CappedReader(proc.stdout, limits.output_bytes)
     reader.start()
     timed_out = False
     try:
@@ -286,7 +286,7 @@ class _CappedReader(threading.Thread):
     """Reads a pipe to its end, keeping the first and the last half of `cap` bytes: a command that prints without
     end costs no memory, and the end of the output (where a test runner puts its summary) is kept."""
 
-    def __init__(self, pipe, cap: int) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, pipe, cap: int) -> None:
         super().__init__(daemon=True)
         self.pipe, self.half = pipe, max(cap // 2, 1)
         self.head, self.tail, self.total = bytearray(), bytearray(), 0

@@ -33,7 +33,7 @@ def crash_of(result: ErrorAnalysisResult, traces: TraceData | None) -> CrashSite
                      (frame.method or None) if frame else None)
 
 
-def verify_results(chosen: list[ErrorAnalysisResult], verifier, traces: dict[str, TraceData]) -> dict[str, Verification]:  # type: ignore[no-untyped-def]
+def verify_results(chosen: list[ErrorAnalysisResult], verifier, traces: dict[str, TraceData]) -> dict[str, Verification]:
     """fingerprint -> verification, for every chosen analysis that has a regression test or a fix."""
     todo = [r for r in chosen if r.analysis and (r.analysis.regression_test or (r.analysis.has_fix and r.analysis.file_changes))]
     if not todo:
@@ -73,7 +73,7 @@ def with_verification(gate: FixGate, analysis: Analysis, verification: Verificat
     return FixGate(checks=[*checks, verified_check(verification, required)])
 
 
-def tester_for(verifier, error: ErrorGroup, traces: TraceData) -> Callable[[str, str, str], str] | None:  # type: ignore[no-untyped-def]
+def tester_for(verifier, error: ErrorGroup, traces: TraceData) -> Callable[[str, str, str], str] | None:
     """The run_test tool of one investigation, or None where the night cannot run the application's tests."""
     if verifier.unavailable is not None:
         return None

@@ -260,7 +260,7 @@ def fix_overlay(changes: list[FileChange], root: Path) -> dict[str, str]:
             continue
         if change.action == "delete":
             raise ValueError(f"{path}: a fix that deletes a file is not verified")
-        text = out.get(path) if path in out else _checkout_text(root, path)
+        text = out[path] if path in out else _checkout_text(root, path)
         if change.before is None or text.count(change.before) != 1:
             raise ValueError(f"{path}: the excerpt to replace occurs {text.count(change.before or '')} times")
         out[path] = text.replace(change.before, change.after or "", 1)
