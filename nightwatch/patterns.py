@@ -3,7 +3,7 @@
 Pure functions over data: the night's results and the history of earlier analyses (index entries
 or `analyses` rows, each a dict with error_class, transaction, fingerprint, has_fix, fix_confidence,
 occurrences and run_count). Nothing here reads files, so the knowledge store and the tests feed it
-the same way. Strategies (seed 002, section 7):
+the same way. Strategies:
 
 1. the same root cause behind several different errors of this night  -> systemic_issue
 2. an error class seen 3+ times across runs                            -> recurring_error

@@ -230,3 +230,24 @@ def test_a_built_page_renders_in_chromium_with_its_navigation_and_no_broken_link
     missing = sorted({ref for ref in shown.refs if (f := local_file(site, served, url, ref)) and not f.is_file()})
     assert missing == [], f"{url} links to files the site does not have: {missing}"
     assert len(shown.refs) > 20
+
+
+def test_no_file_cites_a_document_the_repository_does_not_hold() -> None:
+    """A Markdown document the code, a docstring or a page names (`docs/night.md`, `SCHEMA.md`) is a file here; design
+    documents kept elsewhere are not cited. The files a night writes (report.md, PR.md) and the tests' own fixtures
+    are not documents."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    written = {"report.md", "PR.md"}
+    read = [p for p in tracked if p.endswith((".py", ".md", ".yml", ".toml")) and not p.startswith(("tests/", "evals/"))]
+    named = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
+    missing = []
+    for path in read:
+        for lineno, line in enumerate((ROOT / path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if re.search(r"\bseed \d{3}\b", line):
+                missing.append(f"{path}:{lineno}: a design seed")
+            for doc in named.findall(line):
+                places = (doc, str(Path(path).parent / doc))
+                if "://" not in line and doc not in written and not any(
+                        p in tracked or any(t.endswith("/" + p) for t in tracked) for p in places):
+                    missing.append(f"{path}:{lineno}: {doc}")
+    assert missing == []

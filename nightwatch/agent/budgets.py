@@ -28,13 +28,13 @@ class RunBudgetSpent(Exception):
 
 
 def iteration_limit(definition_max: int, complexity: str | None, cap: int) -> int:
-    """Adaptive iteration limit: simple errors get fewer turns than complex ones (seed 000, layer 4)."""
+    """Adaptive iteration limit: simple errors get fewer turns than complex ones."""
     base = min(definition_max, cap)
     return max(MIN_ITERATIONS, round(base * COMPLEXITY_ITERATIONS.get(complexity or "moderate", 0.85)))
 
 
 def thinking_budget(base: int, complexity: str | None, iteration: int, max_iterations: int, max_tokens: int) -> int:
-    """Thinking scaled by complexity, front-loaded, in three steps (seed 000, layer 5).
+    """Thinking scaled by complexity, front-loaded, in three steps.
 
     Steps, not a smooth decay: a change of thinking budget invalidates the cached messages, so it
     changes at most twice per investigation (full, half after 40% of the turns, a quarter after 75%).

@@ -1,4 +1,4 @@
-"""Checkpoints of an investigation (seed 004): structured, atomic, verified, resumable.
+"""Checkpoints of an investigation: structured, atomic, verified, resumable.
 
 A checkpoint holds what a reader needs (files examined, hypotheses, decisions, next steps) and what
 the loop needs (the conversation state and the calls already metered). It is written after every

@@ -5,7 +5,7 @@ loop checkpoints and checks its budget before going on. The `compaction` block c
 the response; it is kept unchanged in the history, the summary goes to the event log, and the local
 history before it is dropped (the API ignores it from then on anyway).
 
-Own summary (seed 003): the oldest turns are summarised by a model call with a forced
+Own summary: the oldest turns are summarised by a model call with a forced
 `record_summary` tool, and the summary joins the first message (the error and the instructions stay
 as they were). The cut always falls before an assistant turn, so a tool_use is never separated from
 its tool_result. A summary that fails leaves the history untouched; the next one starts from the

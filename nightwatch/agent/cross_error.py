@@ -1,4 +1,4 @@
-"""Cross-error context (seed 000, layer 6): what this night already found, for the next investigation.
+"""Cross-error context: what this night already found, for the next investigation.
 
 Production errors cluster. A short note per finished analysis (under 200 characters: the error, the
 root cause, the files) lets a later investigation say "the same defect as error #1" instead of

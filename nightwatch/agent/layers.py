@@ -168,7 +168,7 @@ class ContextLayers:
             history_cached=self.server_compaction)
 
     def _before_compaction(self, state: LoopState, iteration: int, count: int, calls: list[ModelCall]) -> None:
-        """A compaction is due: checkpoint first (seed 004), then summarise ourselves if the server cannot."""
+        """A compaction is due: checkpoint first, then summarise ourselves if the server cannot."""
         if not self.policy.compaction or count < (self.policy.compaction_trigger or 0) or not self._compaction_pays(count, iteration):
             return
         self.checkpoint(state, calls, "compaction")

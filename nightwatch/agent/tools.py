@@ -111,7 +111,7 @@ def offered_tools(names: list[str], can: set[str]) -> list[str]:
 
 
 class CodeCache:
-    """Per-run cache of code-host reads shared by every investigation (seed 000, layer 8)."""
+    """Per-run cache of code-host reads shared by every investigation."""
 
     def __init__(self, host: CodeHost, paths: PathMap | None = None) -> None:
         self.host = host

@@ -1,4 +1,4 @@
-"""The proactive watcher (seed 001): keep headroom before every call, compacting the least useful first.
+"""The proactive watcher: keep headroom before every call, compacting the least useful first.
 
 Before each call the request is counted. If it would take more than the working budget minus the
 reserve, sections of the history are compacted, lowest score first, until it fits:

@@ -1,4 +1,4 @@
-"""Batching by estimated cost (seed 004, phase 3): estimate each triage request, then split the
+"""Batching by estimated cost: estimate each triage request, then split the
 night's requests into Message Batches that stay within the API's limits and a token budget.
 
 The estimate is taken before anything is sent: the calibrated offline counter for the prompt plus
