@@ -14,7 +14,7 @@ from prefect.blocks.core import Block
 from pydantic import Field, SecretStr
 
 from nightwatch.runtime import ConfigurationError
-from nightwatch.settings import Settings
+from nightwatch.settings import Settings, origins
 
 
 class AnthropicCredentials(Block):
@@ -114,7 +114,8 @@ def resolve_settings(block_name: str | None, overrides: dict[str, Any] | None = 
     base = Settings()
     values = base.model_dump()
     if block_name:
-        values |= {k: v for k, v in _load(block_name).settings_values().items() if k not in base.model_fields_set}
+        explicit = {name for name, origin in origins().items() if origin != "default"}  # a profile's limits are defaults
+        values |= {k: v for k, v in _load(block_name).settings_values().items() if k not in explicit}
     values |= {k: v for k, v in (overrides or {}).items() if v is not None}
     return Settings(**values)
 

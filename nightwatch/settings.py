@@ -31,6 +31,10 @@ NERDGRAPH_ENDPOINTS = {
 # sentry.io's regions (each organization lives in one); a self-hosted Sentry, GlitchTip or Bugsink sets its own URL
 SENTRY_URLS = {"US": "https://us.sentry.io", "EU": "https://de.sentry.io"}
 SOURCES = ("newrelic", "sentry", "bugsink")
+# NIGHTWATCH_INVESTIGATION_PROFILE=deep: where long investigations finish and context editing acts (measured on the
+# marathon corpus: benchmarks/default_budgets.py); standard is the fields' own defaults.
+PROFILES: dict[str, dict[str, int]] = {"deep": {"max_iterations": 60, "token_budget_per_error": 500_000,
+                                                "token_budget_per_run": 3_000_000}}
 
 
 def _env(*names: str) -> AliasChoices:
@@ -157,10 +161,17 @@ class Settings(BaseSettings):
     dry_run: bool = Field(default=False, description="Analyse and report, but send and file nothing (--dry-run).")
     analysis_concurrency: int = Field(default=4, description="Slots of the nightwatch-investigations concurrency limit "
                                                              "when NightWatch creates it.")
+    investigation_profile: Literal["standard", "deep"] = Field(
+        default="standard", description="standard: 12 turns and 60,000 tokens per investigation, 400,000 per night; "
+        "prompt caching and lean tool results pay there, and no investigation's context reaches the clearing trigger. "
+        "deep: 60 turns, 500,000 tokens per investigation and 3,000,000 per night, where long investigations finish and "
+        "context editing acts (benchmarks/default_budgets.py). A limit set on its own wins over the profile's.")
     max_iterations: int = Field(default=12, description="Most model turns of an investigation, scaled down by the "
-                                                        "triage's complexity.")
-    token_budget_per_error: int = Field(default=60_000, description="Per investigation, in input-equivalent tokens (cost / input price).")
-    token_budget_per_run: int = Field(default=400_000, description="Per night, in input-equivalent tokens; past it, deep errors keep their triage verdict.")
+                                                        "triage's complexity (the profile's, unless set).")
+    token_budget_per_error: int = Field(default=60_000, description="Per investigation, in input-equivalent tokens (cost / "
+                                                                    "input price; the profile's, unless set).")
+    token_budget_per_run: int = Field(default=400_000, description="Per night, in input-equivalent tokens; past it, deep "
+                                                                   "errors keep their triage verdict (the profile's, unless set).")
 
     # Context management of investigations: each layer a switch (see nightwatch/agent/policy.py).
     prompt_caching: bool = Field(default=True, description="Cache breakpoints on the system prompt, tools, research "
@@ -220,6 +231,14 @@ class Settings(BaseSettings):
                                   "instead of making one.")
     test_timeout_s: float = Field(default=120.0, gt=0, description="Wall clock of one test run in the sandbox.")
     run_test_limit: int = Field(default=3, ge=0, description="run_test calls an investigation may make.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile(cls, data: Any) -> Any:
+        """The investigation profile's limits, where no limit of its own is given."""
+        if not isinstance(data, dict) or str(data.get("investigation_profile", "standard")) not in PROFILES:
+            return data
+        return {**PROFILES[str(data["investigation_profile"])], **{k: v for k, v in data.items() if v is not None}}
 
     @model_validator(mode="before")
     @classmethod

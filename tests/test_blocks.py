@@ -98,3 +98,21 @@ def test_github_actions_variables_are_read_only_when_asked(monkeypatch):
     assert origins()["github_repo"] == "GitHub Actions GITHUB_REPOSITORY" and not unread_variables(s)
     monkeypatch.setenv("NIGHTWATCH_GITHUB_REPO", "acme/shop")  # NightWatch's own variable still wins
     assert Settings().github_repo == "acme/shop" and origins()["github_repo"] == "environment NIGHTWATCH_GITHUB_REPO"
+
+
+def test_the_deep_profile_sets_the_limits_no_one_set(monkeypatch):
+    from nightwatch.agent.budgets import iteration_limit
+
+    monkeypatch.setenv("NIGHTWATCH_INVESTIGATION_PROFILE", "deep")
+    s = Settings()
+    assert (s.max_iterations, s.token_budget_per_error, s.token_budget_per_run) == (60, 500_000, 3_000_000)
+    assert iteration_limit(None, "complex", s.max_iterations) == 60  # the shipped definitions name no maximum
+    assert iteration_limit(8, "complex", s.max_iterations) == 8  # a definition that names one keeps to it
+    monkeypatch.setenv("NIGHTWATCH_MAX_ITERATIONS", "30")
+    assert Settings().max_iterations == 30  # a limit set on its own wins
+    config = NightWatchConfig(token_budget_per_error=90_000)  # so does a block's: the profile's are defaults
+    monkeypatch.setattr(settings_block, "_load", lambda name: config)
+    resolved = settings_block.resolve_settings("shop")
+    assert (resolved.token_budget_per_error, resolved.token_budget_per_run, resolved.max_iterations) == (90_000, 3_000_000, 30)
+    monkeypatch.delenv("NIGHTWATCH_INVESTIGATION_PROFILE")
+    assert (Settings().max_iterations, Settings().token_budget_per_error) == (30, 60_000)

@@ -87,3 +87,10 @@ def test_the_run_budget_is_one_per_night_and_thread_safe():
     for t in threads:
         t.join()
     assert first.spent == 8500 and not first.exhausted
+
+
+def test_the_budgets_benchmark_measures_the_profiles_the_settings_define() -> None:
+    from benchmarks.default_budgets import PROFILES, limits
+
+    assert PROFILES == ("standard", "deep")
+    assert limits("standard") == (12, 60_000) and limits("deep") == (60, 500_000)

@@ -27,9 +27,10 @@ class RunBudgetSpent(Exception):
     """The night's token budget is spent: this error keeps its triage verdict."""
 
 
-def iteration_limit(definition_max: int, complexity: str | None, cap: int) -> int:
-    """Adaptive iteration limit: simple errors get fewer turns than complex ones."""
-    base = min(definition_max, cap)
+def iteration_limit(definition_max: int | None, complexity: str | None, cap: int) -> int:
+    """Adaptive iteration limit: simple errors get fewer turns than complex ones. `cap` is the settings' (the
+    profile's); a definition that names its own maximum keeps to it."""
+    base = min(definition_max, cap) if definition_max else cap
     return max(MIN_ITERATIONS, round(base * COMPLEXITY_ITERATIONS.get(complexity or "moderate", 0.85)))
 
 

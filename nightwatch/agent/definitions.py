@@ -30,7 +30,7 @@ class AgentDefinition(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     description: str = Field(min_length=1)
     model: str | None = None
-    max_iterations: int = Field(default=12, ge=2, le=50)
+    max_iterations: int | None = Field(default=None, ge=2, le=100)  # None: the settings' (NIGHTWATCH_MAX_ITERATIONS, or the profile's)
     max_tokens: int = Field(default=8192, ge=512, le=64_000)
     thinking_budget: int = Field(default=0, ge=0, le=32_000)
     tools: list[str] = Field(default_factory=lambda: list(TOOLS))  # each offered where the night can (Tool.needs)
