@@ -112,7 +112,7 @@ def test_the_analysts_page_shows_queries() -> None:
     assert len(example_queries(ANALYSTS_PAGE.read_text())) >= 8
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_every_example_query_of_the_analysts_page_answers_on_a_real_night(nightwatch_home: Path) -> None:

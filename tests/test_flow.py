@@ -35,7 +35,7 @@ def _model_call_rows(home: Path) -> int:
         con.close()
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.usefixtures("recorded_task_runs")  # it reads the night's task runs back
 def test_demo_night_then_a_second_night(nightwatch_home, monkeypatch):
     monkeypatch.setenv("NIGHTWATCH_PR_MIN_CONFIDENCE", "medium")  # the offline model is never highly confident

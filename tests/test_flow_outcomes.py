@@ -57,7 +57,7 @@ def _edit(path: Path, key: str, number: int, **fields: object) -> None:
     path.write_text(json.dumps(data))
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 def test_ten_nights_of_outcomes_each_regression_once_trust_as_the_readme_says_no_fix_proposed_twice(nightwatch_home: Path,
                                                                                                   monkeypatch, tmp_path):
     """A fix merged whose error comes back (NightWatch flags it), an issue closed as won't fix whose error recurs, an

@@ -29,7 +29,7 @@ from tests.prefect_processes import (
     worker,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]  # a real Prefect server and workers: past the suite's hang guard
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a real Prefect server and workers: past the suite's hang guard
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ from nightwatch.tasks._prefect import CACHED_MESSAGE
 from nightwatch.runtime import ConfigurationError
 from nightwatch.settings import Settings
 
+pytestmark = pytest.mark.timeout(1200)  # nights, on a worker and again on another: past the suite's hang guard
+
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
 
 
@@ -37,7 +39,7 @@ def test_the_setting_reads_its_environment_variable(tmp_path, monkeypatch):
     assert Settings().result_storage == "memory://team"
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_saved_filesystem_block_is_used_and_a_missing_one_is_named(tmp_path):
@@ -128,7 +130,7 @@ def test_a_cached_steps_key_carries_the_shape_of_the_results_it_stores(monkeypat
     assert _prefect.results_version() == version
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_night_rerun_after_an_upgrade_recomputes_what_the_old_version_cached(tmp_path, monkeypatch):

@@ -134,7 +134,7 @@ def _held_investigation_slots(home: Path) -> int:
     return row[0] if row else 0
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
 def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_window(tmp_path, monkeypatch,
@@ -236,7 +236,7 @@ def test_a_night_killed_mid_investigation_is_finished_by_the_next_run_of_the_win
         f"finished ({held_after_kill} right after the kill): the killed process's leases died with its Prefect server")
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.flow
 def test_a_rerun_of_a_finished_night_is_the_same_night(nightwatch_home, prefect_db_template):
     home = nightwatch_home

@@ -63,7 +63,7 @@ def test_a_marathon_answers_every_needle_within_the_window_where_the_naive_loop_
     assert nightwatch.cost_usd < careful.cost_usd / 2
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @pytest.mark.slow
 def test_a_marathon_killed_at_a_tool_call_resumes_on_another_process_and_re_spends_little(tmp_path: Path):
     import signal

@@ -38,7 +38,7 @@ def file_of(url: str) -> Path:
     return Path(url.removeprefix("file://"))
 
 
-@pytest.mark.timeout(1500)  # nights: past the suite's hang guard (pyproject.toml)
+@pytest.mark.timeout(1200)  # nights: past the suite's hang guard (pyproject.toml)
 @needs_sandbox
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness", "flow_results")
