@@ -7,6 +7,7 @@ the exceptions: each parameter there is one a user sets.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from nightwatch import EDGE_PACKAGES
@@ -29,13 +30,19 @@ def modules(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A file's syntax tree, read once for every test here."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     out = []
     for path in modules().values():
         rel = str(path.relative_to(ROOT))
         if rel.startswith("nightwatch/demo/"):  # demo data
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 out.append((rel, node))
     return out
@@ -64,7 +71,7 @@ def test_no_import_cycle_not_even_through_an_import_inside_a_function():
     graph: dict[str, set[str]] = {}
     for name, path in found.items():
         deps = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 deps |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in found else node.module for a in node.names}
             elif isinstance(node, ast.Import):
@@ -124,7 +131,7 @@ def test_the_top_level_folders_are_imported_through_the_nightwatch_namespace():
     """`tasks.x` and `nightwatch.tasks.x` would be two copies of one module; only the second is NightWatch's name."""
     top = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in [*modules(CYCLE_FREE).values(), *(ROOT / "tests").rglob("*.py"),
                                                                 *(ROOT / "scripts").rglob("*.py")]
-           for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+           for node in ast.walk(parsed(path))
            if (isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in EDGE_PACKAGES)
            or (isinstance(node, ast.Import) and any(a.name.split(".")[0] in EDGE_PACKAGES for a in node.names))]
     assert top == []

@@ -193,6 +193,7 @@ def test_nightwatch_eval_on_the_offline_model_holds_the_baseline(tmp_path: Path,
                                                                        for k in alike}, twin.id
 
 
+@pytest.mark.slow  # the CLI, a night
 def test_one_night_at_a_time_scores_as_the_baseline_did(tmp_path: Path, prefect_db_template: Path) -> None:
     case = "lobsters-pdf-title-nil"
     proc = _eval(tmp_path, prefect_db_template, "--jobs", "1", case)

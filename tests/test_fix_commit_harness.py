@@ -42,8 +42,13 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT
 PRODUCTION = "builtins:KeyError"  # the bookshop's production error: a currency missing from RATES
 CRASH = "bookshop/pricing.py"
 
-needs_sandbox = pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
+_sandbox = pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
                                    reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)")
+
+
+def needs_sandbox(test):
+    """A test that runs fix commits' tests in the sandbox (real processes: left out of make test-fast)."""
+    return pytest.mark.slow(_sandbox(test))
 
 PRICING = (APP / "bookshop" / "pricing.py").read_text()
 FIXES = {

@@ -239,6 +239,7 @@ def _norm(line: str) -> str:
     return re.sub(r"\s+", "", line).replace("'", '"')
 
 
+@pytest.mark.slow  # a real black commit of CTFd, blamed both ways
 def test_github_looks_through_the_real_black_commit_by_the_syntax_tree(ctfd: Path) -> None:
     """GitHub's blame has no --ignore-rev: each line black last changed is followed into black's parent by the syntax
     tree and blamed there. The oracle knows nothing of trees: a line whose text (whitespace and quotes aside, long
@@ -308,6 +309,7 @@ def test_a_line_is_found_again_in_a_large_file_of_repeated_lines() -> None:
     assert found == {2: 1, 5: 4, 6: 5, 39_997: 39_996, 40_001: 40_000}
 
 
+@pytest.mark.slow  # a real black commit of CTFd, blamed both ways
 def test_local_blame_places_every_line_black_wrote_where_git_s_ignore_rev_leaves_some_on_black(ctfd: Path) -> None:
     """Each line followed by the syntax tree, against git's own `--ignore-rev` (which matches lines by their text), on
     every Python file the real black commit touched: where git places a line, the tree places it alike; the closing

@@ -172,6 +172,7 @@ def _cpu_seconds(work) -> float:
     ids=["assignments", "dots", "url-userinfo", "passwords", "pem-blocks", "auth-headers", "keys-as-values",
          "keys-opening-quotes", "yaml-keys"],
 )
+@pytest.mark.slow  # megabytes through every rule, twice
 def test_hostile_input_is_redacted_in_linear_time(make):
     """Four times the input costs about four times the CPU (measured 3.1-4.3 here); a pattern that backtracks over
     its input costs sixteen times or more, and an exponential one never ends (pytest's timeout is the guard)."""

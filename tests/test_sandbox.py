@@ -19,10 +19,10 @@ import pytest
 from nightwatch.redact import REDACTED
 from nightwatch.verify import sandbox
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
     reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)",
-)
+), pytest.mark.slow]  # every test starts processes in the sandbox
 
 PYTHON_PREFIX = Path(sys.base_prefix).resolve()
 PYTHON = str(PYTHON_PREFIX / "bin" / "python3")

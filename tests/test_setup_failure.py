@@ -33,6 +33,8 @@ MYSQLISH = '''"""Builds as mysqlclient does: the compiler flags come from mysql_
 import subprocess
 from setuptools import setup
 
+pytestmark = pytest.mark.slow  # set-ups and tests run in the sandbox: real processes
+
 
 def mysql_config(what):
     try:

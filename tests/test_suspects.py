@@ -244,6 +244,7 @@ def test_an_origin_the_host_refuses_is_a_note_not_a_failure(repo: Path) -> None:
 
 
 # The demo night, with no model: each planted bug's top suspect is the pull request its answer key says introduced it
+@pytest.mark.slow  # the demo's whole history, blamed by git for every planted bug
 def test_every_demo_bug_whose_lines_history_changed_names_the_pull_request_that_introduced_it(tmp_path: Path) -> None:
     import yaml
 

@@ -16,8 +16,9 @@ from nightwatch.verify import sandbox
 from nightwatch.verify.reproduce import CrashSite
 from nightwatch.verify.verifier import TestSettings, Verifier, failed_tests, related_tests
 
-pytestmark = pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
-                                reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)")
+pytestmark = [pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
+                                 reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)"),
+              pytest.mark.slow]  # every test runs the application's tests in the sandbox: real processes
 
 APP = Path(__file__).resolve().parents[1] / "nightwatch" / "demo_python" / "app"
 FILES = sorted(str(p.relative_to(APP)) for p in APP.rglob("*") if p.is_file() and "__pycache__" not in p.parts)

@@ -11,6 +11,8 @@ import pytest
 from nightwatch.verify import sandbox, testenv
 from nightwatch.verify.reproduce import CrashSite, reproduces, same_class, tracebacks
 
+pytestmark = pytest.mark.slow  # set-ups and tests run in the sandbox: real processes
+
 needs_sandbox = pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
                                    reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)")
 

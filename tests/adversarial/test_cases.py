@@ -20,6 +20,7 @@ def test_injection_is_refused(case, tmp_path: Path):
     assert outcome.held, outcome.detail
 
 
+@pytest.mark.slow  # megabytes and thousands of groups through the sources and the ranking
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=lambda c: c.name)
 def test_bad_input_costs_no_night(case, tmp_path: Path):
     outcome = run_case(case, tmp_path)
