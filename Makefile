@@ -28,7 +28,7 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock Makefile
 setup: $(VENV)/.synced ## create the locked environment
 
 # A real Bugsink for the tests that send it the Python demo's errors through the real sentry-sdk
-# (tests/test_bugsink_night.py): its own environment, from a hashed lock (tests/bugsink/requirements.txt, made by
+# (tests/sources/test_bugsink_night.py): its own environment, from a hashed lock (tests/bugsink/requirements.txt, made by
 # `uv pip compile --universal --python-version 3.11 --generate-hashes tests/bugsink/requirements.in`), and its two
 # databases migrated once into template/, which each test session's server starts from a copy of (migrating them
 # took 6.7 s on two busy cores, about 12 s on one loaded core; copying them, nothing to speak of).

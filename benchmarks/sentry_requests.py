@@ -10,7 +10,7 @@ after page, and the events of each selected error. The bound the source keeps is
 and the figures are checked against it. Bugsink (`BugsinkSource`) pages 250 issues, counts each candidate's events
 in the window from its events list (one request each) and reads N full events per selected error:
     ceil(N / 250) + N candidates + events_per_issue per selected error;
-its figures on a real Bugsink are in tests/test_bugsink_night.py.
+its figures on a real Bugsink are in tests/sources/test_bugsink_night.py.
 
 The anchor is the API's own limit: a page holds at most 100 issues, so ceil(N / 100) is the fewest requests any
 client can list N issues in; the ratio printed is the source's list requests to it.

@@ -122,7 +122,7 @@ def test_a_month_closes_when_the_calendar_leaves_it_across_a_year_end(nightwatch
     from typer.testing import CliRunner
 
     from nightwatch.cli import app
-    from tests.test_metrics_layout import night
+    from tests.knowledge_store.test_metrics_layout import night
 
     store = MetricsStore(nightwatch_home)
     night(store, "night-12-31", date(2026, 12, 31))
