@@ -25,6 +25,8 @@ from nightwatch.verify.setup_failure import explain
 from nightwatch.verify.testenv import FAILED, SETUP_LOG, prepare_environment
 from nightwatch.verify.verifier import TestSettings, Verifier, for_model
 
+pytestmark = pytest.mark.slow  # set-ups and tests run in the sandbox: real processes
+
 NOW = datetime(2026, 11, 26, 6, tzinfo=timezone.utc)
 SETUP = "python -m pip install --no-index --no-build-isolation -r requirements.txt"
 needs_sandbox = pytest.mark.skipif(sandbox.unavailable_reason() is not None and not os.environ.get("CI"),
@@ -32,8 +34,6 @@ needs_sandbox = pytest.mark.skipif(sandbox.unavailable_reason() is not None and 
 MYSQLISH = '''"""Builds as mysqlclient does: the compiler flags come from mysql_config."""
 import subprocess
 from setuptools import setup
-
-pytestmark = pytest.mark.slow  # set-ups and tests run in the sandbox: real processes
 
 
 def mysql_config(what):
