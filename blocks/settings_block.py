@@ -111,12 +111,11 @@ def _load(block_name: str) -> "NightWatchConfig":
 
 def resolve_settings(block_name: str | None, overrides: dict[str, Any] | None = None) -> Settings:
     """The run's overrides, then what the environment (or .env) sets, then the named block, then the defaults."""
-    base = Settings()
-    values = base.model_dump()
-    if block_name:
-        explicit = {name for name, origin in origins().items() if origin != "default"}  # a profile's limits are defaults
+    values: dict[str, Any] = {}
+    if block_name:  # what the environment (or .env) sets on purpose is read by Settings itself, and wins over the block
+        explicit = {name for name, origin in origins().items() if not origin.startswith(("default", "profile"))}
         values |= {k: v for k, v in _load(block_name).settings_values().items() if k not in explicit}
-    values |= {k: v for k, v in (overrides or {}).items() if v is not None}
+    values |= {k: v for k, v in (overrides or {}).items() if v is not None}  # this run's: above everything
     return Settings(**values)
 
 

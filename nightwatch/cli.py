@@ -262,7 +262,10 @@ def check(
     if settings_block:  # the Prefect edge: only this option of check loads a block
         from nightwatch.blocks.settings_block import block_values, resolve_settings
 
-        settings, values = resolve_settings(settings_block), block_values(settings_block)
+        try:
+            settings, values = resolve_settings(settings_block), block_values(settings_block)
+        except Exception as exc:  # noqa: BLE001 - no such block, or no Prefect server to ask: one line, exit 2
+            _fail(f"settings block {settings_block!r}: {str(exc)[:400]}", 2)
     if test_env:
         lines, code = test_environment_check(settings)
         for line in lines:

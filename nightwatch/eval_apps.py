@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import shutil
 import subprocess
 import tempfile
@@ -116,12 +117,12 @@ class AppRepositories:
     def repository(self, app: str) -> Path:
         """The bare repository holding `app`'s bundle's refs; AppError when the bundle is missing or unreadable."""
         bundle = bundle_of(self.apps_dir, app)
-        dest = self.cache / f"{app}.git"
-        if dest.is_dir():
-            return dest
         if not bundle.is_file():
             raise AppError(f"no {bundle} (scripts/history_slices.py and scripts/fix_trees.py write it from a clone of "
                            "the application)")
+        dest = self.cache / f"{app}-{_digest(bundle)}.git"  # a bundle written again is read again, even in a reused workdir
+        if dest.is_dir():
+            return dest
         self.cache.mkdir(parents=True, exist_ok=True)
         with _locked(self.cache / f".{app}.lock"):
             if dest.is_dir():  # another process read it while this one waited
@@ -130,9 +131,7 @@ class AppRepositories:
             try:
                 for args in (["init", "-q", "--bare", str(partial)],
                              ["-C", str(partial), "fetch", "-q", "--no-tags", str(bundle.resolve()), "refs/cases/*:refs/cases/*"]):
-                    proc = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=GIT_TIMEOUT)
-                    if proc.returncode != 0:
-                        raise AppError(f"cannot read {bundle}: {proc.stderr.strip()[:300]}")
+                    _git(args, f"cannot read {bundle}")
                 partial.rename(dest)
             finally:
                 shutil.rmtree(partial, ignore_errors=True)
@@ -140,8 +139,11 @@ class AppRepositories:
 
     def resolve(self, app: str, ref: str) -> str:
         """The commit `ref` names in `app`'s bundle, or "" where it has none."""
-        proc = subprocess.run(["git", "-C", str(self.repository(app)), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
-                              capture_output=True, text=True, check=False, timeout=60)
+        try:
+            proc = subprocess.run(["git", "-C", str(self.repository(app)), "rev-parse", "--verify", "-q", f"{ref}^{{commit}}"],
+                                  capture_output=True, text=True, check=False, timeout=60)
+        except (subprocess.SubprocessError, OSError) as exc:
+            raise AppError(f"cannot read {app}'s repository: {exc}") from exc
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     def check_out(self, app: str, case_id: str, dest: Path) -> Path:
@@ -157,11 +159,22 @@ class AppRepositories:
         for args in (["init", "-q", "-b", "main"],
                      ["fetch", "-q", "--no-tags", "--update-head-ok", str(repo.resolve()), f"{ref}:refs/heads/main"],
                      ["reset", "-q", "--hard", "main"]):
-            proc = subprocess.run(["git", "-C", str(dest), *args], capture_output=True, text=True, check=False,
-                                  timeout=GIT_TIMEOUT)
-            if proc.returncode != 0:
-                raise AppError(f"cannot check {case_id} out of {repo}: {proc.stderr.strip()[:300]}")
+            _git(["-C", str(dest), *args], f"cannot check {case_id} out of {repo}")
         return dest
+
+
+def _git(args: list[str], failing: str) -> None:
+    """Run git; a failure, a hang past GIT_TIMEOUT or no git at all is an AppError saying what could not be done."""
+    try:
+        proc = subprocess.run(["git", *args], capture_output=True, text=True, check=False, timeout=GIT_TIMEOUT)
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise AppError(f"{failing}: {exc}") from exc
+    if proc.returncode != 0:
+        raise AppError(f"{failing}: {proc.stderr.strip()[:300]}")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ def run_checks(settings: Settings, statuses: list[SourceStatus], *, probe_api: b
     checks = [_sources(statuses), _writable("NIGHTWATCH_HOME", settings.resolved_home())]
     prefect_home = os.environ.get("PREFECT_HOME")
     checks.append(_writable("PREFECT_HOME", Path(prefect_home) if prefect_home else settings.resolved_home() / "prefect"))
-    checks += [_agent(settings.agent), _ignore_file(settings), _tests(settings)]
+    checks += [_agent(settings.agent, settings.verify_fixes), _ignore_file(settings), _tests(settings)]
     if probe_api and any(s.name == "newrelic" and s.state == "live" for s in statuses):
         checks += newrelic_checks(settings)
     if probe_api and any(s.name in ("sentry", "bugsink") and s.state == "live" for s in statuses):
@@ -72,7 +72,7 @@ def _writable(label: str, folder: Path) -> Check:
     return Check(label, True, str(folder))
 
 
-def _agent(name: str) -> Check:
+def _agent(name: str, verifying: bool = True) -> Check:
     from nightwatch.agent.definitions import AgentDefinitionError, list_definitions, load_definition
 
     try:
@@ -83,6 +83,10 @@ def _agent(name: str) -> Check:
         except AgentDefinitionError:
             known = "none readable"
         return Check("agent", False, f"{exc} (known agents: {known})")
+    if verifying and "run_test" not in definition.tools:  # it is offered only to a definition that lists it
+        return Check("agent", False, f"{definition.name} ({len(definition.tools)} tools; without run_test: its "
+                     "investigations cannot run a test they write, so no fix is verified before the night's own run; list "
+                     "run_test in its tools to offer it)", fatal=False)
     return Check("agent", True, f"{definition.name} ({len(definition.tools)} tools)")
 
 

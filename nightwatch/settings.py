@@ -43,7 +43,8 @@ def _env(*names: str) -> AliasChoices:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="NIGHTWATCH_", env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+        env_prefix="NIGHTWATCH_", env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True,
+        env_ignore_empty=True,  # an empty variable (a CI secret that is not defined) is unset, never a value
     )
 
     home: Path = Field(default=Path(".nightwatch"), description="Where a run writes everything.")
@@ -297,12 +298,14 @@ def origins(block: str | None = None, block_values: dict[str, Any] | None = None
     github_actions says so), the block `block` (its `block_values`), else the default."""
     from dotenv import dotenv_values
 
-    dotenv = {k.upper(): v for k, v in dotenv_values(env_file()).items()} if env_file().is_file() else {}
-    actions = Settings().github_actions
+    dotenv = {k.upper(): v for k, v in dotenv_values(env_file()).items() if v} if env_file().is_file() else {}
+    environ = {k.upper(): v for k, v in os.environ.items() if v}  # names are not case-sensitive; empty is unset
+    current = Settings()
+    profile = PROFILES.get(current.investigation_profile, {})
     out = {}
     for name, field in Settings.model_fields.items():
-        names = env_names(name, field)
-        from_env = next((n for n in names if n in os.environ), None)
+        names = [n.upper() for n in env_names(name, field)]
+        from_env = next((n for n in names if n in environ), None)
         from_file = next((n for n in names if n in dotenv), None)
         if given and given.get(name) is not None:
             out[name] = "this run's parameters"
@@ -310,10 +313,12 @@ def origins(block: str | None = None, block_values: dict[str, Any] | None = None
             out[name] = f"environment {from_env}"
         elif from_file:
             out[name] = f"{env_file()} {from_file}"
-        elif actions and name in GITHUB_ACTIONS_VARIABLES and os.environ.get(GITHUB_ACTIONS_VARIABLES[name]):
+        elif current.github_actions and name in GITHUB_ACTIONS_VARIABLES and os.environ.get(GITHUB_ACTIONS_VARIABLES[name]):
             out[name] = f"GitHub Actions {GITHUB_ACTIONS_VARIABLES[name]}"
         elif block_values and block_values.get(name) is not None:
             out[name] = f"block {block}"
+        elif name in profile:
+            out[name] = f"profile {current.investigation_profile}"
         else:
             out[name] = "default"
     return out

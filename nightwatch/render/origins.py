@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from nightwatch.models import SourceStatus
+from nightwatch.redact import redact
 from nightwatch.settings import GITHUB_ACTIONS_VARIABLES, Settings
 
 
@@ -20,9 +21,11 @@ def writes_to(settings: Settings, github: SourceStatus) -> str:
 
 
 def shown(value: Any) -> str:
+    """A setting's value as check prints it: a secret only as set, and any other value redacted (a URL's user and
+    password, a token inside a set-up command)."""
     if isinstance(value, SecretStr):
         return "set (secret)" if value.get_secret_value() else "empty"
-    return str(value)
+    return redact(str(value))
 
 
 def origin_rows(settings: Settings, origins: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -30,7 +33,7 @@ def origin_rows(settings: Settings, origins: dict[str, str]) -> list[tuple[str, 
     rows = [("home", str(settings.resolved_home()), origins["home"] + ("" if settings.home.is_absolute() else
                                                                        f", relative to {os.getcwd()}"))]
     for name in Settings.model_fields:
-        if name != "home" and origins[name] != "default":
+        if name != "home" and origins[name] != "default":  # a profile's limits are shown, with the profile named
             rows.append((name, shown(getattr(settings, name)), origins[name]))
     return rows
 

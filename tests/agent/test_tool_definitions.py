@@ -106,3 +106,13 @@ def test_a_tool_without_a_description_or_with_a_taken_name_is_refused() -> None:
         with pytest.raises(ValueError, match="a tool needs a docstring"):
             tools.tool()(function)
     assert "undocumented" not in TOOLS
+
+
+def test_check_warns_about_a_definition_of_ones_own_that_does_not_offer_run_test(tmp_path, monkeypatch) -> None:
+    from nightwatch.preflight import _agent
+
+    (tmp_path / "custom.md").write_text(DEFINITION.format(tools="search_code"))
+    monkeypatch.setenv("NIGHTWATCH_AGENTS_DIR", str(tmp_path))
+    warned = _agent("custom")
+    assert warned.state == "warning" and "without run_test" in warned.detail
+    assert _agent("custom", verifying=False).state == "ok" and _agent("base-analyzer").state == "ok"

@@ -5,6 +5,7 @@ processes wanting the same application) is seen on its own; the real bundles are
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import threading
@@ -70,7 +71,8 @@ def test_an_application_is_read_once_per_run_however_many_want_it_at_once(cases_
     for thread in threads:
         thread.join()
     assert len(set(made)) == 1 and len(made) == 4
-    assert sorted(p.name for p in (tmp_path / "run" / "apps").iterdir()) == [".bookshop.lock", "bookshop.git"]
+    names = sorted(p.name for p in (tmp_path / "run" / "apps").iterdir())
+    assert len(names) == 2 and names[0] == ".bookshop.lock" and re.fullmatch(r"bookshop-[0-9a-f]{12}\.git", names[1])
     stamp = (made[0] / "HEAD").stat().st_mtime_ns
     for n in range(3):
         apps.check_out("bookshop", CASE, tmp_path / f"case{n}")
@@ -99,3 +101,21 @@ def test_an_unreadable_bundle_is_named_and_leaves_nothing_half_made(cases_dir: P
     with pytest.raises(AppError, match="cannot read .*history.bundle"):
         AppRepositories(cases_dir / "apps", tmp_path / "apps").repository("bookshop")
     assert [p.name for p in (tmp_path / "apps").iterdir()] == [".bookshop.lock"]
+
+
+def test_a_bundle_written_again_is_read_again_in_a_reused_workdir(cases_dir: Path, tmp_path: Path) -> None:
+    apps = AppRepositories(cases_dir / "apps", tmp_path / "run" / "apps")
+    before = apps.resolve("bookshop", case_ref(CASE, "history"))
+    work = tmp_path / "work"
+    (work / "LICENSE").write_text("MIT, again\n")
+    git(work, "commit", "-q", "-am", "third\n\nOriginal-Commit: " + "c" * 40)
+    git(work, "update-ref", case_ref(CASE, "history"), "HEAD")
+    git(work, "bundle", "create", "-q", str(cases_dir / "apps" / "bookshop" / "history.bundle"), "--glob=refs/cases/*")
+    after = AppRepositories(cases_dir / "apps", tmp_path / "run" / "apps").resolve("bookshop", case_ref(CASE, "history"))
+    assert before and after and after != before and after == git(work, "rev-parse", "HEAD")
+
+
+def test_git_missing_or_hanging_is_a_named_failure_not_a_crash(cases_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    with pytest.raises(AppError, match="cannot read .*history.bundle"):
+        AppRepositories(cases_dir / "apps", tmp_path / "apps").repository("bookshop")

@@ -116,3 +116,17 @@ def test_the_deep_profile_sets_the_limits_no_one_set(monkeypatch):
     assert (resolved.token_budget_per_error, resolved.token_budget_per_run, resolved.max_iterations) == (90_000, 3_000_000, 30)
     monkeypatch.delenv("NIGHTWATCH_INVESTIGATION_PROFILE")
     assert (Settings().max_iterations, Settings().token_budget_per_error) == (30, 60_000)
+
+
+def test_a_profile_given_for_this_run_sets_its_limits_and_a_lower_case_or_empty_variable_is_read_as_pydantic_reads_it(
+        monkeypatch):
+    a_block(monkeypatch)
+    deep = settings_block.resolve_settings("shop", {"investigation_profile": "deep"})
+    assert (deep.max_iterations, deep.token_budget_per_error, deep.max_errors) == (60, 500_000, 5)
+    monkeypatch.setenv("nightwatch_max_errors", "9")  # names are not case-sensitive: a variable set on purpose
+    assert settings_block.resolve_settings("shop").max_errors == 9
+    assert origins()["max_errors"] == "environment NIGHTWATCH_MAX_ERRORS"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")  # an undefined CI secret: unset, so the block's key is used
+    resolved = settings_block.resolve_settings("shop")
+    assert resolved.live_model and resolved.anthropic_api_key.get_secret_value() == "sk-ant-block"
+    assert origins("shop", settings_block.block_values("shop"))["anthropic_api_key"] == "block shop"
