@@ -28,7 +28,7 @@ from benchmarks.investigation_corpus import ScriptedModel  # noqa: E402
 from benchmarks.long_corpus import long_corpus  # noqa: E402
 from benchmarks.marathon_corpus import Marathon, MarathonModel, marathon_corpus  # noqa: E402
 from benchmarks.simulated_api import MODEL, WINDOW, BenchmarkAPI, SimClock  # noqa: E402
-from nightwatch.agent.budgets import iteration_limit  # noqa: E402
+from nightwatch.agent.budgets import iteration_limit, weighted_tokens  # noqa: E402
 from nightwatch.agent.definitions import load_definition  # noqa: E402
 from nightwatch.agent.loop import LoopConfig, run_agent  # noqa: E402
 from nightwatch.agent.policy import ContextPolicy  # noqa: E402
@@ -79,15 +79,15 @@ def _tally(out: dict[str, Any], outcome: Any, subject: Any, brain: Any) -> None:
     out["stopped_by_turns"] += "iteration limit" in stop
     out["stopped_by_tokens"] += "token budget" in stop
     out["ended"] += not stop
-    spent = sum(c.usage.input + 1.25 * c.usage.cache_write + 0.1 * c.usage.cache_read + 5 * c.usage.output for c in outcome.calls)
+    spent = sum(weighted_tokens(c.usage, MODEL) for c in outcome.calls)  # as the loop's budget counts them
     out["most_input_equivalent"] = max(out["most_input_equivalent"], round(spent))
+    out["input_equivalent"] += round(spent)
     for call in outcome.calls:
         u = call.usage
         out["peak_prompt"] = max(out["peak_prompt"], u.input + u.cache_write + u.cache_read)
         out["clearings"] += call.edits_applied
         out["compactions"] += call.compactions
         out["watcher"] += call.watcher_actions
-        out["input_equivalent"] += round(u.input + 1.25 * u.cache_write + 0.1 * u.cache_read + 5 * u.output)
         out["usd"] = round(out["usd"] + call.cost_usd, 4)
     if isinstance(subject, Marathon):
         statuses = [brain.needles.get(n.text, "missing") for n in subject.needles]

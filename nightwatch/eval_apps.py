@@ -34,7 +34,6 @@ from nightwatch.models import Model
 APPS = "apps"  # <cases-dir>/apps/<app>/
 BUNDLE = "history.bundle"
 APP_YML = "app.yml"
-LICENSE = "LICENSE"
 TRAILER = "Original-Commit: "
 GIT_TIMEOUT = 300
 
@@ -113,9 +112,15 @@ class AppRepositories:
     def __init__(self, apps_dir: Path, cache: Path) -> None:
         self.apps_dir = Path(apps_dir)
         self.cache = Path(cache)
+        self._read: dict[str, Path] = {}  # app -> its repository, once this reader has found or made it
 
     def repository(self, app: str) -> Path:
         """The bare repository holding `app`'s bundle's refs; AppError when the bundle is missing or unreadable."""
+        if app not in self._read:
+            self._read[app] = self._repository(app)
+        return self._read[app]
+
+    def _repository(self, app: str) -> Path:
         bundle = bundle_of(self.apps_dir, app)
         if not bundle.is_file():
             raise AppError(f"no {bundle} (scripts/history_slices.py and scripts/fix_trees.py write it from a clone of "

@@ -363,18 +363,16 @@ def _original_commit(repo: Path, sha: str) -> str:
     return proc.stdout.strip() or sha
 
 
-def evidence_recall(case: EvalCase, home: Path, fingerprint: str | None = None) -> bool | None:
+def evidence_recall(case: EvalCase, research: dict[str, Any] | None) -> bool | None:
     """Were the real fix's file and lines already in the night's first message (a preview that shows them)?"""
-    research = _research_of(case, home, fingerprint)
     if research is None or not case.source.repository:
         return None
     first, last = case.origin.range or (0, 0)
     return bool(_previewed(research, case.origin.file) & set(range(first, last + 1)))
 
 
-def crash_shown(case: EvalCase, home: Path, fingerprint: str | None = None) -> bool | None:
+def crash_shown(case: EvalCase, research: dict[str, Any] | None) -> bool | None:
     """Was the crash line (the answer key's first in-app frame) in the night's first message, in its file's preview?"""
-    research = _research_of(case, home, fingerprint)
     if research is None or not case.crash.line:
         return None if research is None else False
     return case.crash.line in _previewed(research, case.crash.file)
@@ -483,8 +481,9 @@ def run_case(case: EvalCase, workdir: Path, run_night: NightRunner, checkout: Pa
     error, traces = case_error(case, repo)
     fingerprint = error.fingerprint if case.monitor == "sentry" else None
     out = score(case, report, mapped_share(traces), seconds, repo, fingerprint)
-    out.checks["evidence"] = evidence_recall(case, home, fingerprint)
-    out.checks["crash_shown"] = crash_shown(case, home, fingerprint)
+    research = _research_of(case, home, fingerprint)  # the night's first message, read once for both checks
+    out.checks["evidence"] = evidence_recall(case, research)
+    out.checks["crash_shown"] = crash_shown(case, research)
     out.checks["values"] = values_shown(case, traces)
     return out
 
