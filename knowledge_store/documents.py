@@ -178,6 +178,7 @@ def _base_meta(old: dict[str, Any], result: ErrorAnalysisResult, detected_on: da
         "has_fix": bool(old.get("has_fix", False)),
         "issue_number": old.get("issue_number"),
         "pr_number": old.get("pr_number"),
+        "tracker_issue": old.get("tracker_issue") or error.issue_id or None,  # its issue in Sentry or Bugsink
         "tags": sorted(extract_tags(error.error_class, error.transaction)),
         "first_detected": str(old.get("first_detected") or detected_on.isoformat()),
         "run_id": old.get("run_id", result.run_id),
@@ -200,13 +201,14 @@ _ORDER = (
     "introduced_by", "verification",
 )
 # What people did with the analysis (knowledge_store/outcomes.py): kept across analyses, absent until known.
-OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state", "regressed_at", "fix_digest",
-                  "failed_fixes")
+OUTCOME_FIELDS = ("fix_state", "trust", "fix_merged_at", "outcome", "issue_state", "pr_state", "tracker_state",
+                  "regressed_at", "fix_digest", "failed_fixes")
 
 
 def _ordered(meta: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     """Known fields in the documented order, then any field a person added by hand (kept, never dropped)."""
-    known = {key: meta.get(key) for key in _ORDER} | {k: meta[k] for k in OUTCOME_FIELDS if meta.get(k) is not None}
+    optional = ("tracker_issue", *OUTCOME_FIELDS)  # absent until known
+    known = {key: meta.get(key) for key in _ORDER} | {k: meta[k] for k in optional if meta.get(k) is not None}
     return {**known, **{k: v for k, v in old.items() if k not in known}}
 
 

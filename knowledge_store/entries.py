@@ -93,9 +93,9 @@ def solution_row(meta: dict, body: str, path: Path) -> dict[str, Any]:
         "run_count": len(runs) or 1,
         "occurrences": integer(meta, path, "occurrences") or 0,
         "issue_number": integer(meta, path, "issue_number"),
-        "issue_state": str(meta["issue_state"]) if meta.get("issue_state") else None,
-        "pr_state": str(meta["pr_state"]) if meta.get("pr_state") else None,
         "pr_number": integer(meta, path, "pr_number"),
+        **{key: str(meta[key])[:200] if meta.get(key) else None
+           for key in ("issue_state", "pr_state", "tracker_issue", "tracker_state")},
         "terms": dict(Counter(terms_of(message, root_cause, " ".join(hashes)))),
     }
 

@@ -43,7 +43,7 @@ from nightwatch import clock
 from nightwatch.outcomes import Filed
 
 INDEX_FILE = "index.duckdb"
-INDEX_VERSION = "7"
+INDEX_VERSION = "8"
 LEGACY_INDEX = "index.yml"
 LOCK_WAIT_S = 30.0
 SYNC_CHUNK = 2_000
@@ -58,7 +58,8 @@ DOCUMENT_SCHEMA = pa.schema([
     ("fix_state", pa.string()), ("trust", pa.float64()), ("fix_merged_at", pa.timestamp("us", tz="UTC")),
     ("regressed_at", pa.timestamp("us", tz="UTC")),
     ("first_detected", pa.string()), ("last_run_id", pa.string()), ("run_count", pa.int64()), ("occurrences", pa.int64()),
-    ("issue_number", pa.int64()), ("pr_number", pa.int64()), ("issue_state", pa.string()), ("pr_state", pa.string()), ("title", pa.string()), ("pattern_type", pa.string()),
+    ("issue_number", pa.int64()), ("pr_number", pa.int64()), ("issue_state", pa.string()), ("pr_state", pa.string()),
+    ("tracker_issue", pa.string()), ("tracker_state", pa.string()), ("title", pa.string()), ("pattern_type", pa.string()),
     ("error_classes", pa.list_(pa.string())), ("modules", pa.list_(pa.string())), ("content_hash", pa.string()),
     ("mtime_ns", pa.int64()), ("size", pa.int64()), ("doc_len", pa.int64()), ("indexed_at", pa.timestamp("us", tz="UTC")),
     ("term_ids", pa.list_(pa.int64())), ("term_counts", pa.list_(pa.int32())),
@@ -335,10 +336,11 @@ class KnowledgeIndex:
         return Corpus(int(df.pop(None, 0) or 0), float(df.pop(-1, 0) or 0), {k: int(v) for k, v in df.items()})
 
     def filed(self) -> list[Filed]:
-        """Every analysis with an issue or a PR, and the states its document last recorded for them."""
+        """Every analysis with an issue, a PR or an error-tracker issue, and the states its document last recorded."""
         return [Filed.model_validate(row) for row in self.query(
-            "SELECT fingerprint, path, issue_number, pr_number, issue_state, pr_state, fix_state FROM documents "
-            "WHERE kind = 'solution' AND (issue_number IS NOT NULL OR pr_number IS NOT NULL) ORDER BY path")]
+            "SELECT fingerprint, path, issue_number, pr_number, issue_state, pr_state, fix_state, tracker_issue, "
+            "tracker_state FROM documents WHERE kind = 'solution' AND (issue_number IS NOT NULL OR pr_number IS NOT NULL "
+            "OR tracker_issue IS NOT NULL) ORDER BY path")]
 
     def history(self, classes: Iterable[str], modules: Iterable[str]) -> list[dict[str, Any]]:
         """Error documents of these classes or modules: what pattern detection compares tonight with."""

@@ -137,6 +137,8 @@ def error_row(run_id: str, error: ErrorGroup, selected: set[str], ignored: dict[
         last_seen=utc(error.last_seen),
         selected=error.fingerprint in selected,
         ignored_by=ignored.get(error.fingerprint),
+        first_release=error.first_release or None,
+        tracker_status=error.tracker_status or None,
     )
     return row
 

@@ -47,7 +47,7 @@ def apply_changes(index: KnowledgeIndex, found: list[OutcomeChange], synced_at: 
     index.set_meta(SYNCED_AT, synced_at.isoformat())
 
 
-def outcome_changes(index: KnowledgeIndex, observed: dict[tuple[str, int], Observed]) -> list[OutcomeChange]:
+def outcome_changes(index: KnowledgeIndex, observed: dict[tuple[str, int | str], Observed]) -> list[OutcomeChange]:
     return changes(index.filed(), observed)
 
 

@@ -208,8 +208,10 @@ _M007_KNOWLEDGE_TRUST = [
 _M008_OUTCOMES = [
     _RUN_ID,
     _FINGERPRINT,
-    Column("kind", pa.string(), "issue or pr.", nullable=False),
-    Column("number", pa.int64(), "The issue's or PR's number.", nullable=False),
+    Column("kind", pa.string(), "issue or pr (GitHub's), or tracker (the error's issue in Sentry or Bugsink, since "
+           "m012).", nullable=False),
+    Column("number", pa.int64(), "The issue's or PR's number; a tracker issue's numeric id (Sentry's), 0 where it has "
+           "none (Bugsink's: `url` names it).", nullable=False),
     Column("state", pa.string(), "What the tracker says now: open, closed:<reason>, merged, reverted.", nullable=False),
     Column("previous_state", pa.string(), "The state the knowledge document recorded before; null the first time."),
     Column("fix_state", pa.string(), "What the change means for the analysis: merged, resolved, rejected, reverted, regressed; "
@@ -247,6 +249,13 @@ _M011_ERROR_FACTS = [
     Column("url", pa.string(), "Where a person reads the error in the tracker; null where there is none."),
 ]
 
+_M012_RELEASES = [
+    Column("first_release", pa.string(), "The release the tracker first saw the error in, where it says (Sentry's "
+           "firstRelease, Bugsink's first release with events); null otherwise."),
+    Column("tracker_status", pa.string(), "What the team did with the error in Sentry or Bugsink: resolved, ignored, "
+           "regressed, unresolved; null for New Relic."),
+]
+
 MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     (
         "m001_initial",
@@ -269,6 +278,7 @@ MIGRATIONS: list[tuple[str, dict[str, list[Column]]]] = [
     ("m009_regressions", {"analyses": _M009_REGRESSION}),
     ("m010_verification", {"analyses": _M010_VERIFICATION}),
     ("m011_error_sources", {"runs": _M011_SOURCE, "errors": _M011_ERROR_FACTS}),
+    ("m012_releases", {"errors": _M012_RELEASES}),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

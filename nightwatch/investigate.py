@@ -113,7 +113,8 @@ def _with_fix_suspects(result: ErrorAnalysisResult, subject: Investigation, host
     if not fix_lines:
         return result
     suspects, _ = suspect_commits(host, blamable_frames(subject.traces), subject.error.first_seen,
-                                  fix_lines=fix_lines, deploys=subject.research.deploys, origin=origin[0] if origin else None)
+                                  fix_lines=fix_lines, deploys=subject.research.deploys, origin=origin[0] if origin else None,
+                                  window=subject.research.release_window)
     return result.model_copy(update={"suspect_commits": suspects}) if suspects else result
 
 
@@ -170,6 +171,7 @@ def _result(subject: Investigation, kit: AgentKit, config: LoopConfig, outcome: 
         prior_analyses=subject.research.prior_analyses,
         correlated_prs=subject.research.correlated_prs,
         suspect_commits=subject.research.suspect_commits,
+        release_window=subject.research.release_window,
         duration_s=round(time.monotonic() - started, 3),
         failure=failure,
     )

@@ -89,6 +89,10 @@ class ErrorGroup(Model):
                                                            "process); True: the application caught it and reported it.")
     issue_id: StorableText = Field(default="", description="The tracker's own id of this error (a Sentry issue).")
     url: StorableText = Field(default="", description="Where a person reads it in the tracker.")
+    first_release: StorableText = Field(default="", description="The release the tracker first saw it in, where it "
+                                                                "says (Sentry's firstRelease).")
+    tracker_status: StorableText = Field(default="", description="What the team did with it in the tracker: resolved, "
+                                                                 "ignored, regressed, unresolved (nightwatch.tracker_verdicts).")
 
     @model_validator(mode="before")
     @classmethod
@@ -334,7 +338,8 @@ class CorrelatedPR(Model):
 
 
 class Deploy(Model):
-    """A deploy marker of New Relic's change tracking: when a version of the application reached production."""
+    """When a version of the application reached production: a deploy marker of New Relic's change tracking, or a
+    release of Sentry or Bugsink (its version; its commit where the version is one, or the tracker names it)."""
 
     at: datetime
     commit: str = ""  # the commit it shipped, where the marker names one
@@ -345,7 +350,8 @@ class Deploy(Model):
 
     @property
     def label(self) -> str:
-        return self.version or (self.commit[:12] if self.commit else "") or self.deployment_id or f"{self.at:%Y-%m-%d %H:%M} UTC"
+        version = self.version[:12] if re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", self.version) else self.version
+        return version or (self.commit[:12] if self.commit else "") or self.deployment_id or f"{self.at:%Y-%m-%d %H:%M} UTC"
 
 
 class SuspectCommit(Model):
@@ -365,12 +371,32 @@ class SuspectCommit(Model):
     score: float = 0.0
     confidence: Literal["likely", "possible"] = "possible"
     why: str = ""
+    in_release: bool | None = None  # shipped by the release the error was first seen in (None: no release window known)
 
     @property
     def first_seen_after(self) -> str:
         """How long after it shipped the error was first seen, as a person reads it: "50 h", "300 days", "3.5 years";
         "" when that is not known."""
         return elapsed(self.hours_before_first_seen) if self.hours_before_first_seen is not None else ""
+
+
+class ReleaseWindow(Model):
+    """The deploy that brought an error: the release it was first seen in, the last one before it (without it), and
+    the commits between the two (nightwatch.release_window)."""
+
+    release: Deploy
+    previous: Deploy | None = None
+    commit_count: int | None = None  # None: the code host cannot count them (a version that names no commit)
+    commits: list[str] = Field(default_factory=list)  # "<sha> <subject>", newest first, capped
+
+    @property
+    def line(self) -> str:
+        """"first seen in release X, deployed with these N commits (since W)" as the issue and report say it."""
+        text = f"first seen in release {self.release.label}"
+        if self.commit_count is not None:
+            since = f" since {self.previous.label}" if self.previous else ""
+            text += f", deployed with {self.commit_count} commit{'s' if self.commit_count != 1 else ''}{since}"
+        return text
 
 
 def elapsed(hours: float) -> str:
@@ -454,6 +480,8 @@ class ErrorAnalysisResult(Model):
     prior_analyses: list[PriorAnalysis] = Field(default_factory=list)
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
     suspect_commits: list[SuspectCommit] = Field(default_factory=list)
+    release_window: ReleaseWindow | None = Field(default=None, description="The release the error was first seen in "
+                                                 "and the commits it deployed, where releases or deploy markers say.")
     duration_s: float = 0.0
     failure: str | None = None
     fix_gate: FixGate | None = Field(default=None, description="The checks of the proposed fix (step 8.5), when it has one.")

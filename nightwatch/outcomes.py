@@ -10,6 +10,12 @@ NightWatch filed. A change of state moves the analysis's trust, which search ran
 | PR closed unmerged; issue closed as not planned, `wontfix`, `not-a-bug`, `invalid` | rejected | 0.2 | no; the rejection is in the next prompt |
 | PR merged, then reverted | reverted | 0.1 | no; "do not propose it again" |
 | issue reopened | regressed | 0.3 | no |
+| resolved in Sentry or Bugsink (now, in the next release, in a release) | resolved | 0.7 | no |
+| ignored (muted) in Sentry or Bugsink | ignored | 0.5 | not investigated while the tracker ignores it |
+| marked regressed by Sentry or Bugsink | regressed | 0.3 | no |
+
+The error tracker's verdicts (`kind = tracker`: Sentry's issue status, Bugsink's issue history) weigh as an issue's:
+a fix NightWatch's PR merged is not moved by the tracker resolving its issue, only by the tracker saying it regressed.
 
 An error seen after its fix merged (or its issue closed as completed), later than the deploy lag allows,
 is a regression: flagged first in the report and on its issue, and investigated again, never answered
@@ -27,18 +33,19 @@ from nightwatch.models import ErrorGroup, PriorAnalysis
 from nightwatch.research import ResearchContext
 
 REJECTING_LABELS = frozenset({"wontfix", "won't fix", "not-a-bug", "not a bug", "invalid", "nightwatch:wrong"})
-TRUST = {"merged": 0.9, "resolved": 0.7, "regressed": 0.3, "rejected": 0.2, "reverted": 0.1}
+TRUST = {"merged": 0.9, "resolved": 0.7, "ignored": 0.5, "regressed": 0.3, "rejected": 0.2, "reverted": 0.1}
 FIXED_STATES = frozenset({"merged", "resolved"})
 DISTRUSTED_STATES = frozenset({"rejected", "reverted", "regressed"})
 
 
 class Observed(BaseModel):
-    """What the tracker says of one issue or PR now."""
+    """What the tracker says of one issue or PR now, or the error tracker (Sentry, Bugsink) of the error's issue."""
 
-    kind: Literal["issue", "pr"]
-    number: int
+    kind: Literal["issue", "pr", "tracker"]
+    number: int  # the error tracker's numeric id where it has one (Sentry's), else 0: `url` names it
     state: Literal["open", "closed", "merged", "reverted", "missing"]
-    reason: str = ""  # an issue's close reason (completed, not_planned, reopened) or the label that rejected it
+    reason: str = ""  # an issue's close reason (completed, not_planned, reopened) or the label that rejected it;
+    # the error tracker's: resolved, resolved in the next release, resolved in release X, ignored, regressed
     at: datetime | None = None  # when it reached this state
     url: str = ""
 
@@ -58,6 +65,15 @@ class Filed(BaseModel):
     issue_state: str | None = None
     pr_state: str | None = None
     fix_state: str | None = None
+    tracker_issue: str | None = None  # the id of the error's issue in Sentry or Bugsink, where it came from one
+    tracker_state: str | None = None
+
+    @property
+    def tracker_number(self) -> int | None:
+        """The error-tracker issue's number for the outcomes table: Sentry's numeric id, 0 for Bugsink's UUIDs."""
+        if not self.tracker_issue:
+            return None
+        return int(self.tracker_issue) if self.tracker_issue.isdigit() and len(self.tracker_issue) < 19 else 0
 
 
 class OutcomeChange(BaseModel):
@@ -65,7 +81,7 @@ class OutcomeChange(BaseModel):
 
     fingerprint: str
     path: str
-    kind: Literal["issue", "pr"]
+    kind: Literal["issue", "pr", "tracker"]
     number: int
     state: str
     previous: str | None
@@ -95,6 +111,8 @@ def judge(observed: Observed, previous: str | None) -> tuple[str, str] | None:
     """(fix state, one-line note) for an observed state; None when it says nothing about the analysis yet."""
     what = f"{'PR' if observed.kind == 'pr' else 'issue'} #{observed.number}"
     when = f" on {observed.at:%Y-%m-%d}" if observed.at else ""
+    if observed.kind == "tracker":
+        return tracker_judgement(observed, when)
     if observed.kind == "pr":
         return {"merged": ("merged", f"{what} merged{when}"),
                 "reverted": ("reverted", f"{what} was merged, then reverted{when}"),
@@ -108,18 +126,31 @@ def judge(observed: Observed, previous: str | None) -> tuple[str, str] | None:
     return None
 
 
-def changes(filed: list[Filed], observed: dict[tuple[str, int], Observed]) -> list[OutcomeChange]:
-    """Every filed issue and PR whose state moved since the documents last recorded it; issues first, so a PR's
-    outcome (the stronger signal) is applied last."""
+def tracker_judgement(observed: Observed, when: str) -> tuple[str, str] | None:
+    """(fix state, note) for what the team did with the error in Sentry or Bugsink; None for an issue still open."""
+    where = observed.url or "its issue in the error tracker"
+    if observed.state == "closed" and observed.reason == "ignored":
+        return "ignored", f"ignored in the error tracker{when} ({where})"
+    if observed.state == "closed":
+        return "resolved", f"{observed.reason or 'resolved'} in the error tracker{when} ({where})"
+    if observed.state == "open" and observed.reason == "regressed":
+        return "regressed", f"marked regressed by the error tracker{when} ({where})"
+    return None
+
+
+def changes(filed: list[Filed], observed: dict[tuple[str, int | str], Observed]) -> list[OutcomeChange]:
+    """Every filed issue and PR, and every error-tracker issue, whose state moved since the documents last recorded
+    it; the error tracker's first, then issues, so a PR's outcome (the stronger signal) is applied last."""
     found = []
-    for kind in ("issue", "pr"):
+    for kind in ("tracker", "issue", "pr"):
         for doc in filed:
             number, previous = getattr(doc, f"{kind}_number"), getattr(doc, f"{kind}_state")
-            now = observed.get((kind, number)) if number is not None else None
+            ident = doc.tracker_issue if kind == "tracker" else number  # the error tracker's issues by their own id
+            now = observed.get((kind, ident)) if ident is not None else None
             if now is None or now.state == "missing" or now.key == previous:
                 continue
             verdict = judge(now, previous)
-            if verdict and kind == "issue" and not outranks(verdict[0], doc.fix_state):
+            if verdict and kind in ("issue", "tracker") and not outranks(verdict[0], doc.fix_state):
                 verdict = None  # remembered, but a weaker signal than what the PR said
             if verdict and verdict[0] == "regressed" and doc.fix_state == "regressed":
                 verdict = None  # a regression already recorded (NightWatch flagged it): one row per regression

@@ -13,7 +13,17 @@ from datetime import datetime, timedelta
 from pydantic import Field
 
 from nightwatch.codehosts.base import CodeHost, CodeHostError
-from nightwatch.models import CorrelatedPR, Deploy, ErrorGroup, Model, PriorAnalysis, SuspectCommit, TraceData
+from nightwatch.models import (
+    CorrelatedPR,
+    Deploy,
+    ErrorGroup,
+    Model,
+    PriorAnalysis,
+    ReleaseWindow,
+    SuspectCommit,
+    TraceData,
+)
+from nightwatch.release_window import release_window
 from nightwatch.suspects import blamable_frames, can_blame, suspect_commits
 from nightwatch.tokens import estimate_text
 
@@ -29,6 +39,7 @@ class ResearchContext(Model):
     correlated_prs: list[CorrelatedPR] = Field(default_factory=list)
     suspect_commits: list[SuspectCommit] = Field(default_factory=list)
     deploys: list[Deploy] = Field(default_factory=list)  # the night's deploy markers, as the suspects were ranked by
+    release_window: ReleaseWindow | None = None  # the release the error was first seen in (nightwatch.release_window)
     notes: list[str] = Field(default_factory=list)
     regression: str = ""  # why the error is a regression of an analysis whose fix merged (nightwatch.outcomes)
     still_regressing: str = ""  # a regression an earlier night flagged: "still regressing since <date>"
@@ -146,6 +157,7 @@ def research_error(
             else:
                 ctx.notes.append(f"preview of {path} left out: token cap {token_cap} reached")
     ctx.correlated_prs = correlate(ctx.likely_files, recent_prs)
+    ctx.release_window = release_window(host, ctx.deploys, error.first_seen, error.first_release)
     _add_suspects(ctx, host, error, traces)
     return ctx
 
@@ -158,7 +170,8 @@ def _add_suspects(ctx: ResearchContext, host: CodeHost, error: ErrorGroup, trace
     if not can_blame(host):
         ctx.notes.append("suspect commits: this code host cannot blame lines")
         return
-    ctx.suspect_commits, notes = suspect_commits(host, frames, error.first_seen, deploys=ctx.deploys)
+    ctx.suspect_commits, notes = suspect_commits(host, frames, error.first_seen, deploys=ctx.deploys,
+                                                 window=ctx.release_window)
     ctx.notes.extend(f"suspect commits: {n}" for n in notes)
 
 

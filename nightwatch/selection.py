@@ -22,9 +22,17 @@ class Selection(Model):
     warnings: list[str] = Field(default_factory=list)
 
 
+def tracker_rule(source: str) -> IgnoreRule:
+    """How the report names what the team ignored (muted) in Sentry or Bugsink: never investigated while it is."""
+    return IgnoreRule(pattern="ignored", name=f"ignored in {source}", reason="the team ignored it in the error tracker")
+
+
 def select_errors(source: ErrorSource, window: Window, rules: list[IgnoreRule], max_errors: int, now: datetime) -> Selection:
     batch = source.fetch_errors(window)
-    kept, ignored = apply_ignore_rules(batch.errors, rules)
+    rule = tracker_rule(source.name)
+    by_team = [(e, rule) for e in batch.errors if e.tracker_status == "ignored"]
+    kept, ignored = apply_ignore_rules([e for e in batch.errors if e.tracker_status != "ignored"], rules)
+    ignored = by_team + ignored
     slow = [rule.timed_out for rule in rules if rule.timed_out]
     ranked = rank_errors(kept, now)
     return Selection(

@@ -12,6 +12,10 @@ old it is (a bug can sleep until the input that wakes it arrives) and scores by
   twice, two weeks before hardly more than once; a commit that landed after the error was first seen cannot have
   introduced it and is left out.
 
+Where the release the error was first seen in is known with the one before it (nightwatch.release_window: New Relic's
+deploy markers, Sentry's and Bugsink's releases alike), the commits that release brought rank first, whatever their
+score: the error was not there before that deploy.
+
 It is "likely" when it last changed the top frame's line and reached production (was deployed, else landed) within
 three days before the error was first seen, else "possible". Nothing is named when blame finds nothing (no history, a file not in the repository, a shallow clone
 whose history stops before the lines changed, lines unchanged since the repository's first commit, which imported
@@ -26,8 +30,9 @@ from typing import NamedTuple, Protocol, TypeGuard
 
 from nightwatch.codehosts.base import CodeHostError
 from nightwatch.codehosts.blame import Blame, BlamedLine, Landing
-from nightwatch.models import Deploy, SuspectCommit, TraceData
+from nightwatch.models import Deploy, ReleaseWindow, SuspectCommit, TraceData
 from nightwatch.redact import clean, redact_diff
+from nightwatch.release_window import shipped_in
 from nightwatch.value_lines import deciding_lines, value_lines
 
 LIKELY_WITHIN = timedelta(hours=72)
@@ -56,11 +61,12 @@ def blamable_frames(traces: TraceData) -> list[tuple[str, int]]:
 
 def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_seen: datetime | None,
                     limit: int = MAX_SUSPECTS, fix_lines: Iterable[tuple[str, int]] = (),
-                    deploys: Sequence[Deploy] = (), origin: tuple[str, int] | None = None) -> tuple[list[SuspectCommit], list[str]]:
+                    deploys: Sequence[Deploy] = (), origin: tuple[str, int] | None = None,
+                    window: ReleaseWindow | None = None) -> tuple[list[SuspectCommit], list[str]]:
     """(suspects, best first; notes on what could not be blamed) for in-app `frames` (file, line), top frame first,
     and the lines an analysis would change (`fix_lines`: where it says the error starts, the lines its fix removes or
     changes), which weigh as the top frame; the conditions that decide on what the `origin` line computes weigh as
-    the statements that built the top frame's values."""
+    the statements that built the top frame's values. Those the release `window` brought come first."""
     stack = _distinct(frames)[:MAX_FRAMES]
     fixes = _distinct(fix_lines)[:MAX_FIX_LINES]
     read = _reader(host)
@@ -84,13 +90,24 @@ def suspect_commits(host: BlameHost, frames: Iterable[tuple[str, int]], first_se
             late += 1
             continue
         shipped = shipped_by(host, sha, landed, first_seen, deploys)
-        suspects.append(_suspect(host, sha, hits, landing, (landed, shipped), first_seen, read))
+        suspects.append(_released(host, _suspect(host, sha, hits, landing, (landed, shipped), first_seen, read),
+                                  window, landed))
     if imported:
         notes.append("lines unchanged since the repository's first commit (an import, not a change) name no suspect")
     if late:
         notes.append(f"{late} commit(s) that last changed these lines landed after the error was first seen")
-    suspects.sort(key=lambda s: (-s.score, -(s.landed_at.timestamp() if s.landed_at else 0), s.sha))  # ties: the newer
+    suspects.sort(key=lambda s: (not s.in_release, -s.score, -(s.landed_at.timestamp() if s.landed_at else 0), s.sha))
     return suspects[:limit], notes
+
+
+def _released(host: object, suspect: SuspectCommit, window: ReleaseWindow | None,
+              landed: datetime | None) -> SuspectCommit:
+    """The suspect, saying whether the release the error was first seen in brought it (nightwatch.release_window)."""
+    brought = shipped_in(host, window, suspect.sha, landed)
+    if brought and window is not None:
+        return suspect.model_copy(update={"in_release": True, "why": f"{suspect.why}; brought by release "
+                                          f"{_printable(window.release.label, 80)}, the first the error was seen in"})
+    return suspect.model_copy(update={"in_release": False}) if brought is False else suspect
 
 
 class Hit(NamedTuple):

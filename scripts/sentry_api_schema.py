@@ -25,6 +25,7 @@ ENDPOINTS = {
     "issue": ORG + "issues/{issue_id}/",
     "project": "/api/0/projects/{organization_id_or_slug}/{project_id_or_slug}/",
     "release_commits": ORG + "releases/{version}/commits/",
+    "project_releases": "/api/0/projects/{organization_id_or_slug}/{project_id_or_slug}/releases/",
 }
 
 

@@ -16,7 +16,7 @@ from prefect import get_run_logger
 
 from nightwatch.ignore import noise_rules
 from nightwatch.models import CorrelatedPR, Deploy, ErrorGroup, SourceStatus, TraceData, Window
-from nightwatch.outcomes import mark_regression
+from nightwatch.outcomes import Filed, Observed, mark_regression
 from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, files_from_traces, pr_lookback, research_error
 from nightwatch.runtime import ConfigurationError, demo_file
@@ -51,13 +51,28 @@ def sync_outcomes(ctx: RunContext, knowledge: KnowledgeState) -> OutcomeSync:
     started = datetime.now(timezone.utc)  # the next sync asks the tracker what changed since: the tracker's clock
     with open_index(Path(knowledge.path)) as index:
         filed = index.filed()
-        observed = runtime(ctx).issues.observe_outcomes(filed, last_synced(index)) if filed else {}
+        on_github = [d for d in filed if d.issue_number is not None or d.pr_number is not None]
+        observed = runtime(ctx).issues.observe_outcomes(on_github, last_synced(index)) if on_github else {}
+        observed |= tracker_verdicts(ctx, filed)
         found = outcome_changes(index, observed)
         if not ctx.dry_run:  # the rows first: a crash after the documents moved would leave a change never recorded
             MetricsStore(home(ctx)).write_outcomes(ctx.run_id, ctx.run_date, ctx.attempt, found)
             apply_changes(index, found, started)
         state = index.state()
     return OutcomeSync(changes=found, knowledge=state)
+
+
+def tracker_verdicts(ctx: RunContext, filed: list[Filed]) -> dict[tuple[str, int | str], Observed]:
+    """What the team did in Sentry or Bugsink with the errors analysed from it (newest analyses first); nothing
+    where the night's source keeps no verdicts (New Relic); a tracker that fails leaves a warning, never a failed step."""
+    observe = getattr(runtime(ctx).source, "observe_verdicts", None)
+    ids = list(dict.fromkeys(d.tracker_issue for d in reversed(filed) if d.tracker_issue))
+    if not callable(observe) or not ids:
+        return {}
+    found, notes = observe(ids)
+    for note in notes:
+        get_run_logger().warning(note)
+    return found
 
 
 @nightwatch_task(name="connect", step="1")

@@ -358,6 +358,22 @@ class GitHubHost(GitHubRepoAdapter):
             return None
         return {"ahead": True, "identical": True, "behind": False, "diverged": False}.get(status)
 
+    def commits_between(self, older: str, newer: str, limit: int = 20) -> tuple[int, list[str]] | None:
+        """(how many commits `newer` has that `older` has not, the newest `limit` as "<sha> <subject>"), by GitHub's
+        compare (its first page lists up to 250, oldest first); None when GitHub cannot tell."""
+        if not are_commit_ids(older, newer):
+            return None
+        try:
+            with github_errors(f"comparing {older[:12]} with {newer[:12]}"):
+                comparison = self.repository.compare(older, newer)
+                if comparison.status not in ("ahead", "identical"):
+                    return None
+                listed = list(islice(comparison.commits, 250))[-max(limit, 0):] if limit > 0 else []
+                return comparison.total_commits, [f"{c.sha} {(c.commit.message or '').partition(chr(10))[0]}"
+                                                  for c in reversed(listed)]
+        except CodeHostError:
+            return None
+
     def pull_url(self, number: int) -> str:
         try:
             return f"{self.repository.html_url}/pull/{number}"

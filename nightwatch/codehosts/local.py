@@ -375,6 +375,20 @@ class LocalRepoHost:
         commit it does not have, a name that is not a commit)."""
         return is_ancestor(self.root, run_git, sha, release, self.git_timeout) if are_commit_ids(release, sha) else None
 
+    def commits_between(self, older: str, newer: str, limit: int = 20) -> tuple[int, list[str]] | None:
+        """(how many commits `newer` has that `older` has not, the newest `limit` of them as "<sha> <subject>"); None
+        when this history cannot tell (a commit it does not have, a name that is not a commit)."""
+        if not are_commit_ids(older, newer):
+            return None
+        span = f"{older}..{newer}"
+        try:
+            count = int(run_git(self.root, "rev-list", "--count", span, timeout=self.git_timeout).strip() or 0)
+            listed = run_git(self.root, "log", f"--max-count={max(limit, 0)}", "--format=%H %s", span, "--",
+                             timeout=self.git_timeout).splitlines()
+        except (CodeHostError, ValueError):
+            return None
+        return count, [line for line in listed if line.strip()]
+
     def _pr_from_commit(self, fields: list[str]) -> CorrelatedPR | None:
         if len(fields) != 6:
             return None

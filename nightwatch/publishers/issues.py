@@ -66,7 +66,7 @@ class IssueTracker(Protocol):
 
     def reopen(self, number: int) -> None: ...
 
-    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int], Observed]: ...
+    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int | str], Observed]: ...
 
 
 def hidden_form(marker: str) -> str:
@@ -115,12 +115,12 @@ class GitHubIssueTracker(GitHubRepoAdapter):
         with github_errors(f"reopening issue #{number}", not_found=f"issue #{number} not found"):
             self.repository.get_issue(number).edit(state="open")
 
-    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int], Observed]:
+    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int | str], Observed]:
         """The state of the issues and PRs NightWatch filed: one listing of the labelled issues (PRs included) updated
         since the last sync, the tracked PRs still open read one by one, and reverts among the PRs merged since."""
         issues = {d.issue_number for d in filed if d.issue_number is not None}
         prs = {d.pr_number for d in filed if d.pr_number is not None}
-        found: dict[tuple[str, int], Observed] = {}
+        found: dict[tuple[str, int | str], Observed] = {}
         with github_errors("reading the state of the issues and PRs NightWatch filed"):
             listing = self.repository.get_issues(state="all", labels=[self.label], sort="updated", direction="desc",
                                                  since=since if since else NotSet)
@@ -131,13 +131,13 @@ class GitHubIssueTracker(GitHubRepoAdapter):
             for number in pending:
                 found[("pr", number)] = pr_observed(self.repository.get_pull(number))
             merged = {d.pr_number for d in filed if d.pr_state == "merged" and d.pr_number is not None} | {
-                n for (k, n), o in found.items() if k == "pr" and o.state == "merged"}
+                o.number for (k, _), o in found.items() if k == "pr" and o.state == "merged"}
             found |= self._reverts(merged & prs, since)
         return found
 
-    def _reverts(self, merged: set[int], since: datetime | None) -> dict[tuple[str, int], Observed]:
+    def _reverts(self, merged: set[int], since: datetime | None) -> dict[tuple[str, int | str], Observed]:
         """PRs of `merged` that a later merged PR reverted ("Reverts owner/repo#N", as GitHub's revert button writes)."""
-        found: dict[tuple[str, int], Observed] = {}
+        found: dict[tuple[str, int | str], Observed] = {}
         if not merged:
             return found
         for pr in islice(self.repository.get_pulls(state="closed", sort="updated", direction="desc"), MAX_OUTCOMES_SCANNED):
@@ -246,7 +246,7 @@ class FileIssueTracker:
                 entry.update(state="open", state_reason="reopened")
         self._save(issues)
 
-    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int], Observed]:
+    def observe_outcomes(self, filed: list[Filed], since: datetime | None) -> dict[tuple[str, int | str], Observed]:
         """The same states from the tracker's files, as a person (or a script) left them: an issue's `state`,
         `state_reason`, `labels` and `closed_at`; a PR's `state` (open, closed, merged, reverted) and `merged_at`."""
         found = {("issue", e["number"]): _file_issue(e) for e in self._index()}

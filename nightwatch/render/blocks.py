@@ -187,14 +187,16 @@ def _finding_text(rank: int, r: ErrorAnalysisResult) -> str:
 
 
 def _suspect(r: ErrorAnalysisResult) -> str:
-    """The best suspect commit, when there is one: its sha, PR and author (commit text is untrusted, made inert)."""
+    """The release that brought it, where known, and the best suspect commit, when there is one: its sha, PR and
+    author (commit text is untrusted, made inert)."""
+    release = f"\n{prod(r.release_window.line, 200)}" if r.release_window is not None else ""
     if not r.suspect_commits:
-        return ""
+        return release
     s = r.suspect_commits[0]
     pr = f", PR #{s.pr_number}" if s.pr_number else ""
     since = f" deploy {code(s.deploy, 40)}" if s.deploy else ""
     after = f", first seen {s.first_seen_after} after{since}" if s.first_seen_after else ""
-    return f"\n{s.confidence}: introduced by {code(s.sha[:12], 12)} ({prod(s.author, 60) or 'unknown'}{pr}){after}"
+    return f"{release}\n{s.confidence}: introduced by {code(s.sha[:12], 12)} ({prod(s.author, 60) or 'unknown'}{pr}){after}"
 
 
 def _patterns(report: RunReport) -> list[Block]:

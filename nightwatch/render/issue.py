@@ -108,6 +108,7 @@ def issue_body(result: ErrorAnalysisResult, run_id: str, demo: bool) -> str:
         _checks_section(result.fix_gate, heading="## Fix checks"),
         _verification_section(result),
         _next_steps_section(result),
+        _release_section(result),
         _suspects_section(result),
         _prs_section(result),
         _confidence_section(result),
@@ -238,6 +239,21 @@ def _suspects_section(result: ErrorAnalysisResult) -> str:
     lines = ["## Why now: suspect commits"]
     for s in result.suspect_commits:
         lines.append(f"- {suspect_line(s)}: {_one_line(prose(s.subject, 200))} ({', '.join(code(x) for x in s.lines[:4])})")
+    return "\n".join(lines)
+
+
+def _release_section(result: ErrorAnalysisResult) -> str:
+    """"First seen in release X, deployed with N commits since W", and those commits (their text untrusted, inert)."""
+    window = result.release_window
+    if window is None:
+        return ""
+    lines = [f"## Release\n{_one_line(prose(window.line, 300))}"]
+    if window.commits:
+        lines.append("\n".join(f"- {code(c.split(' ', 1)[0][:12])} {_one_line(prose(c.partition(' ')[2], 120))}"
+                               for c in window.commits[:10]))
+        more = (window.commit_count or 0) - len(window.commits[:10])
+        if more > 0:
+            lines.append(f"- and {more} more")
     return "\n".join(lines)
 
 

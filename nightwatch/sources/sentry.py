@@ -14,9 +14,13 @@ The two sources answer the same three questions and hand the same models on:
   (`/events/?issue=…`) are counted by their own timestamps, its newest read in full (`/events/{id}/`: the level and
   whether it was handled, which Bugsink's issue does not carry), and the selected ones' newest N.
 
+Both also read the project's releases as deploys (one request per 100 or 250 releases, back to the first release
+before the lookback), and, at the outcome step, the verdict on each error-tracker issue an analysis came from (one
+request each, at most MAX_VERDICTS a night): nightwatch.sources.sentry_verdicts.
+
 Requests a night makes (`benchmarks/sentry_requests.py` prints them): Sentry, one per 100 issues listed plus one per
 selected error; Bugsink, one per 250 issues listed, two per candidate issue (its events, its newest in full), N - 1
-per selected error and one for the project's name.
+per selected error and one for the project's name; both, the releases and verdicts above.
 """
 
 from __future__ import annotations
@@ -31,12 +35,23 @@ import httpx
 from pydantic import SecretStr
 
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
+from nightwatch.outcomes import Observed
 from nightwatch.sources import http_retry
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import parse_timestamp
 from nightwatch.sources.sentry_event import exceptions_of, handled_of, moment, object_at, text, trace_of
+from nightwatch.sources.sentry_verdicts import (
+    bugsink_deploy,
+    bugsink_observed,
+    bugsink_status,
+    sentry_deploy,
+    sentry_observed,
+    sentry_status,
+)
 
 MAX_PAGES = 200  # of one list: 20,000 Sentry issues, 50,000 Bugsink ones, far past what a night selects from
+MAX_RELEASES = 500  # read of a project's releases, newest first
+MAX_VERDICTS = 200  # error-tracker issues asked for their verdict a night, the newest analyses first
 
 
 class TrackerAPI:
@@ -118,6 +133,38 @@ def kept_so_far(batch: ErrorBatch) -> Iterator[None]:
                               f"the {len(batch.errors)} error(s) read")
 
 
+def releases_in(listed: Iterator[Any], window: Window, parse: Any) -> list[Deploy]:
+    """The releases (newest first, as both trackers list them) that reached production in `window`, and the last one
+    before it (the release before an error's first release is the last without it), oldest first."""
+    found: list[Deploy] = []
+    for index, item in enumerate(listed):
+        if index >= MAX_RELEASES:
+            break
+        deploy = parse(item)
+        if deploy is None or deploy.at >= window.end:
+            continue
+        found.append(deploy)
+        if deploy.at < window.start:
+            break
+    return sorted(found, key=lambda d: d.at)
+
+
+def read_verdicts(ids: list[str], read: Any, service: str) -> tuple[dict[tuple[str, int | str], Observed], list[str]]:
+    """Each issue's verdict (`read(id)`), keyed ("tracker", id); an issue the tracker no longer has is `missing`; a
+    failure of the tracker stops the reading with a warning and keeps what was read."""
+    found: dict[tuple[str, int | str], Observed] = {}
+    for ident in ids[:MAX_VERDICTS]:
+        try:
+            found[("tracker", ident)] = read(ident)
+        except SourceError as exc:
+            if exc.kind == "not_found":
+                found[("tracker", ident)] = Observed(kind="tracker", number=0, state="missing")
+                continue
+            return found, [f"{service} verdicts: stopped after {len(found)} of {len(ids)} issue(s): {exc}"]
+    left = len(ids) - MAX_VERDICTS
+    return found, [f"{service} verdicts: {left} issue(s) past the {MAX_VERDICTS} a night wait"] if left > 0 else []
+
+
 def iso(moment_: datetime) -> str:
     return moment_.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
@@ -183,7 +230,19 @@ class SentrySource:
         return trace_of(error.fingerprint, body[: self.events_per_issue])
 
     def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
-        return [], []
+        """The project's releases as deploys; none, with the reason, where the tracker refuses or fails."""
+        try:
+            listed = self.api.pages(f"api/0/projects/{self.org}/{self.project}/releases/", {"per_page": 100}, "releases list")
+            return releases_in(listed, window, sentry_deploy), []
+        except SourceError as exc:
+            return [], [f"releases: {exc}"]
+
+    def observe_verdicts(self, ids: list[str]) -> tuple[dict[tuple[str, int | str], Observed], list[str]]:
+        """What the team did with each issue in Sentry (its status, substatus and activity)."""
+        def read(ident: str) -> Observed:
+            body, _ = self.api.get(f"api/0/organizations/{self.org}/issues/{ident}/", None, f"issue {ident}")
+            return sentry_observed(body, int(ident) if ident.isdigit() and len(ident) < 19 else 0)
+        return read_verdicts(ids, read, "Sentry")
 
 
 def sentry_group(issue: Any, app: str) -> ErrorGroup | None:
@@ -200,7 +259,8 @@ def sentry_group(issue: Any, app: str) -> ErrorGroup | None:
         occurrences=_count(issue.get("count")), users=_count(issue.get("userCount")),
         first_seen=_time(issue.get("firstSeen")), last_seen=_time(issue.get("lastSeen")), app_name=app,
         level=text(issue.get("level"), 20), handled=not issue["isUnhandled"] if isinstance(issue.get("isUnhandled"), bool) else None,
-        issue_id=text(str(issue["id"]), 64), url=text(issue.get("permalink"), 500))
+        issue_id=text(str(issue["id"]), 64), url=text(issue.get("permalink"), 500),
+        first_release=text(object_at(issue, "firstRelease").get("version"), 200), tracker_status=sentry_status(issue))
 
 
 class BugsinkSource:
@@ -292,7 +352,8 @@ class BugsinkSource:
             first_seen=min([t for t in (received, *times) if t]), last_seen=max(times),
             app_name=self._project_name(), level=text(newest.get("level") or ("error" if chain else ""), 20),
             handled=handled_of(chain[-1]) if chain else None, issue_id=text(str(issue["id"]), 64),
-            url=urljoin(self.api.base_url, f"issues/issue/{issue['id']}/event/last/"))
+            url=urljoin(self.api.base_url, f"issues/issue/{issue['id']}/event/last/"),
+            first_release=_first_release(issue), tracker_status=bugsink_status(issue))
 
     def fetch_traces(self, error: ErrorGroup, window: Window) -> TraceData:
         listed = self._in_window.get(error.issue_id)
@@ -302,4 +363,25 @@ class BugsinkSource:
         return trace_of(error.fingerprint, events)
 
     def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
-        return [], []
+        """The project's releases as deploys (the token needs `releases:read`); none, with the reason, otherwise."""
+        try:
+            listed = self.api.pages("api/canonical/0/releases/", {"project": self.project}, "releases list")
+            return releases_in(listed, window, bugsink_deploy), []
+        except SourceError as exc:
+            return [], [f"releases: {exc}"]
+
+    def observe_verdicts(self, ids: list[str]) -> tuple[dict[tuple[str, int | str], Observed], list[str]]:
+        """What the team did with each issue in Bugsink: the newest turning point of its history."""
+        def read(ident: str) -> Observed:
+            body, _ = self.api.get("api/canonical/0/issue-history/", {"issue": ident, "order": "desc"}, f"history of issue {ident}")
+            history = body.get("results") if isinstance(body, dict) else None
+            if not isinstance(history, list):
+                raise SourceError(f"Bugsink returned a malformed history of issue {ident}")
+            return bugsink_observed(history, urljoin(self.api.base_url, f"issues/issue/{ident}/event/last/"))
+        return read_verdicts(ids, read, "Bugsink")
+
+
+def _first_release(issue: dict[str, Any]) -> str:
+    """The first release Bugsink received an event of the issue in (its `events_at`, in the order they came)."""
+    seen = issue.get("events_at")
+    return next((text(v, 200) for v in seen if isinstance(v, str) and v), "") if isinstance(seen, list) else ""

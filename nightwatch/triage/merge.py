@@ -84,5 +84,5 @@ def _result(run_id: str, agent: str, error: ErrorGroup, research: ResearchContex
                                model=calls[0].model if calls else "", tokens=sum((c.usage for c in calls), TokenUsage()),
                                cost_usd=round(sum(c.cost_usd for c in calls), 6), model_calls=calls,
                                prior_analyses=research.prior_analyses, correlated_prs=research.correlated_prs,
-                               suspect_commits=research.suspect_commits,
+                               suspect_commits=research.suspect_commits, release_window=research.release_window,
                                regression=research.regression, still_regressing=research.still_regressing)

@@ -153,6 +153,8 @@ class FakeSentry:
         self.events = list(events)
         self.violations: list[str] = []
         self.issue_state: dict[str, str] = {}  # issue id -> status ("unresolved" unless a test says otherwise)
+        self.issue_details: dict[str, dict[str, Any]] = {}  # issue id -> substatus, statusDetails, activity set by a test
+        self.releases: list[dict[str, Any]] = []  # (version, dateCreated, dateReleased, lastCommit) as a test made them
         self.later_pages: list[Reply] = []  # faults for the requests of a list's second page and after, in turn
         keys = [group_key(e) for e in self.events]
         self._ids = {key: str(9000 + i) for i, key in enumerate(dict.fromkeys(keys))}
@@ -161,6 +163,8 @@ class FakeSentry:
         self.server.route("GET", "/api/0/projects/{org}/{project}/", self._project)
         self.server.route("GET", base + "/issues/", self._issues)
         self.server.route("GET", base + "/issues/{issue}/events/", self._issue_events)
+        self.server.route("GET", base + "/issues/{issue}/", self._issue_detail)
+        self.server.route("GET", "/api/0/projects/{org}/{project}/releases/", self._releases)
 
     def __enter__(self) -> FakeSentry:
         self.server.start()
@@ -247,6 +251,30 @@ class FakeSentry:
                  "lifetime": {"count": str(len(every)), "userCount": users, "firstSeen": _iso(times[0]), "lastSeen": _iso(times[-1])},
                  "platform": "python", "stats": {"24h": []}}
         return body
+
+    def _issue_detail(self, request: Request) -> Reply:
+        """GET …/issues/{id}/: the issue with its status, substatus, statusDetails and activity (what a person did)."""
+        if refused := self._refused(request):
+            return refused
+        issue_id = request.params["issue"]
+        every = [e for e, i in zip(self.events, self._issue_of) if i == issue_id]
+        if not every:
+            return Reply(404, {"detail": "The requested resource does not exist"})
+        listed = self._issue(issue_id, every)
+        body = copy.deepcopy(next(iter(CONTRACT["endpoints"]["issue"]["examples"].values())))
+        body |= {k: v for k, v in listed.items() if k in body or k in ("substatus", "statusDetails")}
+        body |= {"activity": [], "firstRelease": None, "lastRelease": None} | self.issue_details.get(issue_id, {})
+        return self._checked("issue", body, request)
+
+    def _releases(self, request: Request) -> Reply:
+        """GET /api/0/projects/{org}/{project}/releases/: newest first (by dateCreated), paged, in Sentry's shape."""
+        if refused := self._refused(request):
+            return refused
+        example = next(iter(CONTRACT["endpoints"]["project_releases"]["examples"].values()))[0]
+        items = [copy.deepcopy(example) | {"id": 100 + i, "shortVersion": r["version"][:12], "projects": [], "authors": [],
+                                           "versionInfo": None} | r
+                 for i, r in enumerate(sorted(self.releases, key=lambda r: r["dateCreated"], reverse=True))]
+        return self._page(request, "project_releases", items, min(int(request.query.get("per_page", ["100"])[-1]), self.page_size))
 
     def _issue_events(self, request: Request) -> Reply:
         if refused := self._refused(request):
