@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -59,6 +60,7 @@ class Bugsink:
     password: str
     folder: Path  # the configuration, the databases and the server's log
     timings: dict[str, float]  # seconds: provision (the configuration, the user, team, project and token), startup
+    nights: dict[str, Any]  # a second project for the tests of many nights: project, dsn, token, team_token (triage, releases)
 
     @property
     def log(self) -> Path:
@@ -145,6 +147,6 @@ def bugsink_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bugsink
         timings = {"provision": provisioned - started, "startup": time.monotonic() - provisioned}
         print(f"Bugsink: provisioned in {timings['provision']:.1f} s, answering {timings['startup']:.1f} s after it started")
         yield Bugsink(url=url, token=made["token"], project_id=made["project"], dsn=made["dsn"], user=made["user"],
-                      password=password, folder=folder, timings=timings)
+                      password=password, folder=folder, timings=timings, nights=made["nights"])
     finally:
         stop_group(server, STOP_GUARD_S)
