@@ -66,7 +66,7 @@ class Team:
 def _send(server: Bugsink, work: Path, release: str, at: datetime, fixed: str = "") -> None:
     done = subprocess.run([sys.executable, str(SEND), str(work)], cwd=work, capture_output=True, text=True, timeout=SEND_GUARD_S,
                           env=_environment(BOOKSHOP_SENTRY_DSN=server.nights["dsn"], BOOKSHOP_RELEASE=release,
-                                           BOOKSHOP_EVENTS_AT=at.isoformat(), BOOKSHOP_FIXED=fixed))
+                                           BOOKSHOP_EVENTS_AT=at.isoformat(), BOOKSHOP_FIXED=fixed, BOOKSHOP_ONCE="1"))
     assert done.returncode == 0 and "sent " in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
 
 
