@@ -7,8 +7,8 @@ scripts/app_traffic.py, every planted bug and the noise.
 
 The night is the test's, not the calendar's: the SDK's `before_send` hook dates each event BOOKSHOP_EVENTS_AT (a
 second apart, in the order they were raised). BOOKSHOP_FIXED lists routes (`/books/{isbn}/price`, comma-separated)
-that this release no longer fails on: their requests are not made, as after a fix was deployed. BOOKSHOP_ONCE=1 makes
-each distinct request once (a quieter night: every error still occurs).
+that this release no longer fails on: their requests are not made, as after a fix was deployed; BOOKSHOP_ONLY, the
+routes whose requests are the only ones made (a quieter night). BOOKSHOP_ONCE=1 makes each distinct request once.
 """
 
 import os
@@ -24,8 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import app_traffic  # noqa: E402
 
 AT = datetime.fromisoformat(os.environ["BOOKSHOP_EVENTS_AT"])
-FIXED = [re.compile("^" + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(route)) + "$")
-         for route in os.environ.get("BOOKSHOP_FIXED", "").split(",") if route]
+
+
+def routes(variable: str) -> list[re.Pattern]:
+    return [re.compile("^" + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(route)) + "$")
+            for route in os.environ.get(variable, "").split(",") if route]
+
+
+FIXED, ONLY = routes("BOOKSHOP_FIXED"), routes("BOOKSHOP_ONLY")
 sent = 0
 
 
@@ -46,6 +52,8 @@ made: dict[tuple, str] = {}
 async def unless_fixed(app, method: str, path: str, disconnect: bool = False, body: bytes | None = None) -> str:
     if any(route.match(path.partition("?")[0]) for route in FIXED):
         return "fixed"
+    if ONLY and not any(route.match(path.partition("?")[0]) for route in ONLY):
+        return "not made"
     request = (method, path, disconnect, body)
     if ONCE and request in made:
         return made[request]
