@@ -5,6 +5,7 @@ UV_VERSION := 0.13.8
 VENV := .venv
 UV := .tools/uv/bin/uv
 BUGSINK := .tools/bugsink
+CTFD_ENV := .tools/testenvs/ctfd
 export NIGHTWATCH_HOME ?= $(CURDIR)/.nightwatch
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -13,7 +14,7 @@ export NO_MKDOCS_2_WARNING := 1
 UI_PORT ?= 4200
 DOCS_PORT ?= 8000
 
-.PHONY: setup bugsink run test test-fast test-calendar ui deploy screenshots benchmark lint docs docs-build clean
+.PHONY: setup bugsink testenvs run test test-fast test-calendar ui deploy screenshots benchmark lint docs docs-build clean
 
 $(UV):
 	$(PYTHON) -m venv .tools/uv
@@ -43,10 +44,22 @@ $(BUGSINK)/.installed: $(UV) tests/bugsink/requirements.txt Makefile
 
 bugsink: $(BUGSINK)/.installed ## install the Bugsink the tests start (.tools/bugsink)
 
+# A real application's test environment, as a team's CI image has one (NIGHTWATCH_TEST_ENV): CTFd's requirements at an
+# eval case's commit and the pytest its development requirements pin, from a hashed lock (tests/testenvs/ctfd/
+# requirements.txt, made by `uv pip compile --universal --python-version 3.11 --generate-hashes` from requirements.in;
+# wheels where PyPI has them, flask-script from its source archive). tests/verify/test_own_test_runner.py runs CTFd's
+# own tests with it in the sandbox. The interpreter is the system's where it has one (the sandbox mounts /usr).
+$(CTFD_ENV)/.installed: $(UV) tests/testenvs/ctfd/requirements.txt Makefile
+	test -x $(CTFD_ENV)/bin/python || $(UV) venv --quiet --python $$(test -x /usr/bin/python3.11 && echo /usr/bin/python3.11 || echo $(PYTHON)) $(CTFD_ENV)
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(CTFD_ENV)/bin/python tests/testenvs/ctfd/requirements.txt
+	@touch $@
+
+testenvs: $(CTFD_ENV)/.installed ## install the real applications' test environments the tests use (.tools/testenvs)
+
 run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services; DEMO=python for the Python demo, SOURCE=sentry for its errors as Sentry has them
 	$(if $(DEMO),NIGHTWATCH_DEMO=$(DEMO) )$(if $(SOURCE),NIGHTWATCH_SOURCE=$(SOURCE) )$(VENV)/bin/nightwatch run $(ARGS)
 
-test: setup bugsink lint ## the linter and the type checker, then the test suite
+test: setup bugsink testenvs lint ## the linter and the type checker, then the test suite
 	bash scripts/run-tests.sh
 
 test-fast: setup ## the tests that start no flow and no process (under a minute), while working on the core
@@ -55,7 +68,7 @@ test-fast: setup ## the tests that start no flow and no process (under a minute)
 # The suite as if the calendar had moved on past the dates tests name (a month, a year): a test that passes only in
 # the week it was written fails here. NIGHTWATCH_TEST_NOW sets NightWatch's clock for every test that names no date.
 CALENDAR_DATES ?= 2027-01-15T12:00:00Z 2027-12-07T12:00:00Z
-test-calendar: setup bugsink ## the suite as if today were each of CALENDAR_DATES (no test may hang on the real calendar)
+test-calendar: setup bugsink testenvs ## the suite as if today were each of CALENDAR_DATES (no test may hang on the real calendar)
 	@for at in $(CALENDAR_DATES); do echo "== the suite as if at $$at"; NIGHTWATCH_TEST_NOW=$$at bash scripts/run-tests.sh $(ARGS) || exit 1; done
 
 ui: setup ## local Prefect server with its UI on 127.0.0.1:$(UI_PORT), serving the deployments

@@ -148,7 +148,7 @@ class Verifier:
         if reason or test is None:
             return Verification(status="not run", reason=reason or "the analysis has no regression test",
                                 test_path=test.path if test else "")
-        base = Verification(status="not run", test_path=test.path, test=test.test or test.path)
+        base = Verification(status="not run", test_path=test.path, test=test_target(test))
         env = self.environment()
         if not env.ready:
             setup = VerificationRun(label=SETUP_LABEL, command=self.setup or "", outcome=f"not run: {env.detail}",
@@ -202,7 +202,7 @@ class Verifier:
 
     def _run(self, label: str, test: RegressionTest | None, fix: dict[str, str], extra: list[str] = ()) -> VerificationRun:  # type: ignore[assignment]
         command: TestCommand = self.command  # type: ignore[assignment]
-        targets = ([test.test or test.path] if test else []) + list(extra)
+        targets = ([test_target(test)] if test else []) + list(extra)
         argv = command.for_tests(targets) if command.kind != "pytest" else [*command.for_tests(targets), "-rfE"]
         overlay = {**fix, **({test.path: test.content} if test else {})}
         env = self.environment()
@@ -239,6 +239,19 @@ class Verifier:
         folder = self.home / "sandbox"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+
+def test_target(test: RegressionTest) -> str:
+    """The test to run as the runner names it. A name given without its file (`test_it`, `TestOrders::test_it`, as a
+    model often writes it) is taken in the test's own file (`path::name`, which the Django and unittest runners get as a
+    dotted label); a node id with its file, or a dotted label, runs as given; no name runs the whole file."""
+    name = test.test.strip()
+    if not name:
+        return test.path
+    head = name.split("::", 1)[0]
+    if head.endswith(".py") or "/" in head or ("." in head and "::" not in name):
+        return name
+    return f"{test.path}::{name}"
 
 
 def for_model(run: VerificationRun, verdict: str) -> str:

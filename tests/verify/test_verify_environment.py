@@ -187,3 +187,22 @@ def test_a_test_suite_file_is_one_the_runners_would_find():
                                          "spec/support/helpers.rb", "test_app.py"])
     assert not any(is_test_path(p) for p in ["app/models/order.rb", "hc/api/views.py", "contest.py", "app/testing.py",
                                              "latest/x.py", "app/attest_test_data.rb"])
+
+
+@pytest.mark.parametrize("name, target, django", [
+    ("", "tests/api/test_orders.py", "tests.api.test_orders"),
+    ("test_it", "tests/api/test_orders.py::test_it", "tests.api.test_orders.test_it"),
+    ("TestOrders::test_it", "tests/api/test_orders.py::TestOrders::test_it", "tests.api.test_orders.TestOrders.test_it"),
+    ("tests/api/test_orders.py::test_it", "tests/api/test_orders.py::test_it", "tests.api.test_orders.test_it"),
+    ("tests.api.test_orders.OrdersTest.test_it", "tests.api.test_orders.OrdersTest.test_it",
+     "tests.api.test_orders.OrdersTest.test_it"),
+])
+def test_a_test_named_without_its_file_runs_in_the_tests_own_file(name: str, target: str, django: str) -> None:
+    """A model often names the test alone (`test_it`); pytest would look for a file of that name and run nothing."""
+    from nightwatch.models import RegressionTest
+    from nightwatch.verify.verifier import test_target
+
+    found = test_target(RegressionTest(path="tests/api/test_orders.py", content="x", test=name))
+    assert found == target
+    django_runner = testenv.TestCommand("django", ("python", "manage.py", "test"), detected=True)
+    assert django_runner.for_tests([found]) == ["python", "manage.py", "test", django]
