@@ -5,7 +5,6 @@ UV_VERSION := 0.13.8
 VENV := .venv
 UV := .tools/uv/bin/uv
 BUGSINK := .tools/bugsink
-CTFD_ENV := .tools/testenvs/ctfd
 export NIGHTWATCH_HOME ?= $(CURDIR)/.nightwatch
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/$(VENV)
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
@@ -44,17 +43,20 @@ $(BUGSINK)/.installed: $(UV) tests/bugsink/requirements.txt Makefile
 
 bugsink: $(BUGSINK)/.installed ## install the Bugsink the tests start (.tools/bugsink)
 
-# A real application's test environment, as a team's CI image has one (NIGHTWATCH_TEST_ENV): CTFd's requirements at an
-# eval case's commit and the pytest its development requirements pin, from a hashed lock (tests/testenvs/ctfd/
-# requirements.txt, made by `uv pip compile --universal --python-version 3.11 --generate-hashes` from requirements.in;
-# wheels where PyPI has them, flask-script from its source archive). tests/verify/test_own_test_runner.py runs CTFd's
-# own tests with it in the sandbox. The interpreter is the system's where it has one (the sandbox mounts /usr).
-$(CTFD_ENV)/.installed: $(UV) tests/testenvs/ctfd/requirements.txt Makefile
-	test -x $(CTFD_ENV)/bin/python || $(UV) venv --quiet --python $$(test -x /usr/bin/python3.11 && echo /usr/bin/python3.11 || echo $(PYTHON)) $(CTFD_ENV)
-	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python $(CTFD_ENV)/bin/python tests/testenvs/ctfd/requirements.txt
+# Real applications' test environments, as a team's CI image has them (NIGHTWATCH_TEST_ENV): CTFd's and Healthchecks'
+# requirements at an eval case's commit (CTFd's with the pytest its development requirements pin), each from a hashed
+# lock (tests/testenvs/<app>/requirements.txt, made by `uv pip compile --universal --python-version 3.11
+# --generate-hashes` from requirements.in). Wheels where PyPI has them; flask-script from its source archive, and
+# Healthchecks' psycopg2 and pycurl built here, with the headers .ci/run installs (libpq-dev, libcurl4-openssl-dev).
+# tests/verify/test_own_test_runner.py runs each application's own tests with them in the sandbox. The interpreter is
+# the system's where it has one (the sandbox mounts /usr), else $(PYTHON)'s.
+TESTENVS := ctfd healthchecks
+.tools/testenvs/%/.installed: $(UV) tests/testenvs/%/requirements.txt Makefile
+	test -x .tools/testenvs/$*/bin/python || $(UV) venv --quiet --python $$(test -x /usr/bin/python3.11 && echo /usr/bin/python3.11 || echo $(PYTHON)) .tools/testenvs/$*
+	$(UV) pip sync --quiet --require-hashes --compile-bytecode --python .tools/testenvs/$*/bin/python tests/testenvs/$*/requirements.txt
 	@touch $@
 
-testenvs: $(CTFD_ENV)/.installed ## install the real applications' test environments the tests use (.tools/testenvs)
+testenvs: $(TESTENVS:%=.tools/testenvs/%/.installed) ## install the real applications' test environments the tests use (.tools/testenvs)
 
 run: setup ## run one night on the embedded defaults (demo data, offline model) or your configured services; DEMO=python for the Python demo, SOURCE=sentry for its errors as Sentry has them
 	$(if $(DEMO),NIGHTWATCH_DEMO=$(DEMO) )$(if $(SOURCE),NIGHTWATCH_SOURCE=$(SOURCE) )$(VENV)/bin/nightwatch run $(ARGS)

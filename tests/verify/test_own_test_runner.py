@@ -1,17 +1,20 @@
-"""A night's run_test on a real application's own tests: CTFd at the commit before the real fix of the eval case
-ctfd-duplicate-solution, with its test environment as a team's CI image has one (NIGHTWATCH_TEST_ENV:
-.tools/testenvs/ctfd, which `make testenvs` installs from a hashed lock of CTFd's requirements at that commit).
+"""A night's run_test on real applications' own tests: CTFd (Flask, pytest) and Healthchecks (Django, its own
+`manage.py test` runner), each at the commit before the real fix of an eval case, with its test environment as a
+team's CI image has one (NIGHTWATCH_TEST_ENV: .tools/testenvs/<app>, which `make testenvs` installs from a hashed lock
+of the application's requirements at that commit; Healthchecks' psycopg2 and pycurl built with the system packages
+.ci/run installs, as its own CI does).
 
 The API stand-in calls run_test with the test the real fix added (its own file, as the fix commit has it, and the
-test's name); the investigation runs it through the same tool the night offers, in the sandbox, on CTFd's own runner
-(pytest over CTFd's tests/ and its conftest). At the parent the test fails with the production error, and that is what
-the model is told and the analysis records; the analysis then proposes the real fix, and step 8.5 verifies it: the
-test fails without the fix and passes with it. Nothing here reaches the network: the environment was made before.
+test's name as a model writes it, without its file); the investigation runs it through the same tool the night
+offers, in the sandbox, on the application's own runner. At the parent the test fails with the production error, and
+that is what the model is told and the analysis records; the analysis then proposes the real fix, and step 8.5
+verifies it: the test fails without the fix and passes with it. Nothing here reaches the network.
 """
 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,66 +38,85 @@ from tests.fakes.anthropic import FakeAnthropic
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # CTFd's tests in the sandbox: real processes
 
 ROOT = Path(__file__).resolve().parents[2]
-CASE = "ctfd-duplicate-solution"
-ENV = ROOT / ".tools" / "testenvs" / "ctfd"
-LOCK = ROOT / "tests" / "testenvs" / "ctfd" / "requirements.txt"
-TEST_FILE = "tests/api/v1/test_solutions.py"
-TEST_NAME = "test_api_solutions_post_admin_duplicate_challenge_solution"
-FIXED = "CTFd/api/v1/solutions.py"
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    case: str
+    command: str  # the application's runner, as app.yml names it (Healthchecks': detected)
+    test_file: str  # the file the real fix added its test to
+    test: str  # the test, named as a model often names it: without its file
+    new_file: str  # where the stand-in writes it
+    fixed: str  # the file the real fix changed
+    error_class: str
+    ran: str  # what the runner prints when the test failed
+
+    @property
+    def env(self) -> Path:
+        return ROOT / ".tools" / "testenvs" / self.name
+
+
+APPS = [
+    App("ctfd", "ctfd-duplicate-solution", "python -m pytest", "tests/api/v1/test_solutions.py",
+        "test_api_solutions_post_admin_duplicate_challenge_solution", "tests/api/v1/test_nightwatch_repro.py",
+        "CTFd/api/v1/solutions.py", "sqlalchemy.exc:IntegrityError", "1 failed"),
+    App("healthchecks", "healthchecks-group-test-notification", "", "hc/front/tests/test_send_test_notification.py",
+        "SendTestNotificationTestCase::test_it_handles_group_channel", "hc/front/tests/test_nightwatch_repro.py",
+        "hc/api/transports.py", "builtins:ValueError", "FAILED (errors=1)"),
+]
 needs_sandbox = pytest.mark.skipif(sandbox.unavailable_reason() is not None,
                                    reason=f"{sandbox.unavailable_reason()} (CI installs it: .ci/run)")
 
 
-def require_env() -> Path:
-    stamp = ENV / ".installed"
-    if not stamp.is_file() or stamp.stat().st_mtime < LOCK.stat().st_mtime:
-        pytest.fail(f"CTFd's test environment is not installed from {LOCK.relative_to(ROOT)} in {ENV.relative_to(ROOT)}: "
-                    "run `make testenvs` (`make test` runs it)", pytrace=False)
-    return ENV
+def require_env(app: App) -> Path:
+    stamp, lock = app.env / ".installed", ROOT / "tests" / "testenvs" / app.name / "requirements.txt"
+    if not stamp.is_file() or stamp.stat().st_mtime < lock.stat().st_mtime:
+        pytest.fail(f"{app.name}'s test environment is not installed from {lock.relative_to(ROOT)} in "
+                    f"{app.env.relative_to(ROOT)}: run `make testenvs` (`make test` runs it)", pytrace=False)
+    return app.env
 
 
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=120).stdout
 
 
-@pytest.fixture(scope="module")
-def ctfd(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A checkout of CTFd at the fix's parent (the trees `nightwatch eval --fix-tests` runs), and the fix's bare repo."""
-    work = tmp_path_factory.mktemp("ctfd")
-    bare = AppRepositories(ROOT / "evals" / "apps", work / "apps").repository("ctfd")
-    repo = work / "CTFd"
+def checkout(app: App, work: Path) -> tuple[Path, str]:
+    """A checkout of the application at the fix's parent (the trees `nightwatch eval --fix-tests` runs), and the bare
+    repository its bundle was read into."""
+    bare = AppRepositories(ROOT / "evals" / "apps", work / "apps").repository(app.name)
+    repo = work / app.name
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "fetch", "-q", "--no-tags", str(bare), f"{case_ref(CASE, 'parent')}:refs/heads/main", "--update-head-ok")
+    _git(repo, "fetch", "-q", "--no-tags", str(bare), f"{case_ref(app.case, 'parent')}:refs/heads/main", "--update-head-ok")
     _git(repo, "reset", "-q", "--hard", "main")
     return repo, str(bare)
 
 
-def _fix_side(bare: str, path: str) -> str:
-    return subprocess.run(["git", "-C", bare, "show", f"{case_ref(CASE, 'fix')}:{path}"], capture_output=True, text=True,
-                          check=True, timeout=60).stdout
+def _fix_side(app: App, bare: str, path: str) -> str:
+    return subprocess.run(["git", "-C", bare, "show", f"{case_ref(app.case, 'fix')}:{path}"], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
 
 
 @needs_sandbox
-def test_run_test_reaches_ctfds_own_runner_and_the_outcome_is_what_the_model_and_the_analysis_are_told(
-        ctfd: tuple[Path, str], tmp_path: Path) -> None:
-    env = require_env()
-    repo, bare = ctfd
+@pytest.mark.parametrize("app", APPS, ids=lambda a: a.name)
+def test_run_test_reaches_the_applications_own_runner_and_its_outcome_is_what_the_model_is_told(app: App, tmp_path: Path) -> None:
+    env = require_env(app)
+    repo, bare = checkout(app, tmp_path)
     files = _git(repo, "ls-files").split()
-    export = ExportFileSource(ROOT / "evals" / CASE / "export.json")
+    export = ExportFileSource(ROOT / "evals" / app.case / "export.json")
     window = Window(start=export.exported_at - timedelta(days=7), end=export.exported_at + timedelta(hours=1))
-    error = next(e for e in export.fetch_errors(window).errors if e.error_class == "sqlalchemy.exc:IntegrityError")
+    error = next(e for e in export.fetch_errors(window).errors if e.error_class == app.error_class)
     traces = locate_frames(export.fetch_traces(error, window), PathMap(files))
-    verifier = Verifier(repo, files, tmp_path / "home", TestSettings(command="python -m pytest", env_path=env))
+    verifier = Verifier(repo, files, tmp_path / "home", TestSettings(command=app.command or None, env_path=env))
     tester = step.tester_for(verifier, error, traces)
     assert tester is not None, verifier.unavailable
 
-    test = {"path": "tests/api/v1/test_nightwatch_repro.py", "content": _fix_side(bare, TEST_FILE), "test": TEST_NAME}
-    before, after = _git(repo, "show", f"HEAD:{FIXED}"), _fix_side(bare, FIXED)
-    analysis = {"title": "A second solution for a challenge violates the unique constraint", "reasoning": "r",
-                "root_cause": "POST /api/v1/solutions commits a second Solutions row for a challenge that has one",
+    test = {"path": app.new_file, "content": _fix_side(app, bare, app.test_file), "test": app.test}
+    before, after = _git(repo, "show", f"HEAD:{app.fixed}"), _fix_side(app, bare, app.fixed)
+    analysis = {"title": f"{error.error_class} in {error.transaction}", "reasoning": "r", "root_cause": "the real fix's",
                 "has_fix": True, "confidence": "high", "regression_test": test,
-                "file_changes": [{"path": FIXED, "before": before, "after": after, "description": "the real fix"}]}
+                "file_changes": [{"path": app.fixed, "before": before, "after": after, "description": "the real fix"}]}
     with FakeAnthropic() as fake:
         fake.script([{"type": "tool_use", "id": "toolu_1", "name": "run_test", "input": test}],
                     [{"type": "tool_use", "id": "toolu_2", "name": "submit_analysis", "input": analysis}])
@@ -109,9 +131,11 @@ def test_run_test_reaches_ctfds_own_runner_and_the_outcome_is_what_the_model_and
     shown = told["content"] if isinstance(told["content"], str) else "".join(b.get("text", "") for b in told["content"])
     assert shown.startswith("reproduces the production error"), shown[:2000]
     command = shown.splitlines()[1]
-    assert command.startswith("$ python -m pytest ") and f"tests/api/v1/test_nightwatch_repro.py::{TEST_NAME}" in command
-    assert "(failed" in command, shown[:3000]
-    assert "IntegrityError" in shown and "1 failed" in shown  # CTFd's own runner ran it, and it failed as production did
+    runner = app.command or "python manage.py test"
+    assert command.startswith(f"$ {runner} ") and "(failed" in command, shown[:3000]
+    assert app.new_file.removesuffix(".py").replace("/", ".") in command or app.new_file in command, command
+    assert app.error_class.split(":")[-1].split(".")[-1] in shown and app.ran in shown  # its own runner ran it, and
+    # it failed as production did
     call = next(c for c in result.tool_calls if c.name == "run_test")
     assert call.ok and result.failure is None and result.analysis is not None
 
