@@ -28,6 +28,7 @@ from nightwatch.codehosts.local import LocalRepoHost
 from nightwatch.eval_apps import AppRepositories, case_ref
 from nightwatch.investigate import AgentKit, Investigation, investigate_error
 from nightwatch.models import Analysis, ErrorAnalysisResult, FileChange, RegressionTest, Window
+from nightwatch.offline.model import OfflineAnalyst
 from nightwatch.research import ResearchContext
 from nightwatch.sources.export_file import ExportFileSource
 from nightwatch.trace_paths import PathMap, locate_frames
@@ -145,3 +146,72 @@ def test_run_test_reaches_the_applications_own_runner_and_its_outcome_is_what_th
                               crash)
     assert verdict.status == "verified", verdict.model_dump_json(indent=1)[:3000]
     assert [r.outcome.split(" ")[0] for r in verdict.runs][:2] == ["failed", "passed"]
+
+
+def _text(block: dict) -> str:
+    content = block.get("content")
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
+
+
+class RunsTheFixTest:
+    """A model that, where an investigation offers run_test, first runs the test the real fix added, then answers as
+    the offline analyst does, with that test as its analysis's regression test (as run_test's description asks) and,
+    having reproduced the error, at least medium confidence."""
+
+    def __init__(self, test: dict[str, str]) -> None:
+        self.test, self.ran, self.analyst = test, False, OfflineAnalyst()
+        self.scripted: list = []
+        self.seen: list[dict] = []
+
+    def respond(self, request: dict) -> list[dict]:
+        self.seen.append(request)
+        if "run_test" in {t["name"] for t in request.get("tools", [])} and not self.ran:
+            self.ran = True
+            return [{"type": "tool_use", "id": "toolu_fix_test", "name": "run_test", "input": self.test}]
+        content = self.analyst.respond(request)
+        for block in content:
+            if block.get("type") == "tool_use" and block.get("name") == "submit_analysis":
+                confidence = "medium" if block["input"].get("confidence") == "low" else block["input"].get("confidence")
+                block["input"] = {**block["input"], "regression_test": self.test, "confidence": confidence}
+        return content
+
+    def summarise(self, request: dict, instructions: str | None) -> str:
+        return self.analyst.summarise(request, instructions)
+
+
+@needs_sandbox
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness", "flow_results")
+def test_a_whole_night_on_ctfd_reports_what_its_own_runner_said(nightwatch_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """The case's night (its New Relic export) on CTFd's checkout, through the API stand-in: the investigation's
+    run_test reaches CTFd's pytest, and the night's report, the analysis's tool call and the issue say what it ran."""
+    from nightwatch.flows.nightwatch import run_night
+
+    app = APPS[0]
+    repo, bare = checkout(app, tmp_path)
+    test = {"path": app.new_file, "content": _fix_side(app, bare, app.test_file), "test": app.test}
+    export = ROOT / "evals" / app.case / "export.json"
+    with FakeAnthropic() as fake:
+        fake.brain = fake.api.brain = RunsTheFixTest(test)  # type: ignore[assignment]
+        for name, value in {"NIGHTWATCH_ERRORS_FILE": str(export), "NIGHTWATCH_CODE_PATH": str(repo),
+                            "NIGHTWATCH_TEST_ENV": str(require_env(app)), "NIGHTWATCH_TEST_COMMAND": app.command,
+                            "ANTHROPIC_API_KEY": fake.api_key, "ANTHROPIC_BASE_URL": fake.url}.items():
+            monkeypatch.setenv(name, value)
+        report = run_night(until=ExportFileSource(export).exported_at, max_errors=2)
+        answered = [_text(block) for request in fake.brain.seen for m in request["messages"] if m["role"] == "user"
+                    for block in (m["content"] if isinstance(m["content"], list) else [])
+                    if block.get("type") == "tool_result" and block.get("tool_use_id") == "toolu_fix_test"]
+    assert report.succeeded and not report.offline_model, report.steps_failed
+    assert answered and answered[0].startswith("reproduces the production error: sqlalchemy.exc.IntegrityError"), answered[:1]
+    assert answered[0].splitlines()[1].startswith("$ python -m pytest")  # what the model was told: CTFd's runner ran it
+    result = next(r for r in report.results if r.error.error_class == app.error_class)
+    assert next(c for c in result.tool_calls if c.name == "run_test").ok
+    verification = result.verification
+    assert verification is not None and verification.runs, result.model_dump_json(include={"verification"})
+    first = verification.runs[0]
+    assert first.command.startswith("python -m pytest") and first.outcome.startswith("failed")
+    assert "IntegrityError" in first.output and "CTFd/api/v1/solutions.py" in first.output
+    (issue,) = [Path(i.url.removeprefix("file://")) for i in report.issues if i.fingerprint == result.fingerprint]
+    text = issue.read_text()
+    assert "python -m pytest" in text and "IntegrityError" in text and verification.status in text, text[-3000:]
