@@ -33,7 +33,7 @@ from nightwatch.models import ErrorGroup, PriorAnalysis
 from nightwatch.research import ResearchContext
 
 REJECTING_LABELS = frozenset({"wontfix", "won't fix", "not-a-bug", "not a bug", "invalid", "nightwatch:wrong"})
-TRUST = {"merged": 0.9, "resolved": 0.7, "ignored": 0.5, "regressed": 0.3, "rejected": 0.2, "reverted": 0.1}
+TRUST = {"merged": 0.9, "resolved": 0.7, "ignored": 0.5, "none": 0.5, "regressed": 0.3, "rejected": 0.2, "reverted": 0.1}
 FIXED_STATES = frozenset({"merged", "resolved"})
 DISTRUSTED_STATES = frozenset({"rejected", "reverted", "regressed"})
 
@@ -73,7 +73,12 @@ class Filed(BaseModel):
         """The error-tracker issue's number for the outcomes table: Sentry's numeric id, 0 for Bugsink's UUIDs."""
         if not self.tracker_issue:
             return None
-        return int(self.tracker_issue) if self.tracker_issue.isdigit() and len(self.tracker_issue) < 19 else 0
+        return int(self.tracker_issue) if numeric_id(self.tracker_issue) else 0
+
+
+def numeric_id(ident: str) -> bool:
+    """A tracker id that is a number (Sentry's): ASCII digits only, within an int64."""
+    return ident.isascii() and ident.isdecimal() and len(ident) < 19
 
 
 class OutcomeChange(BaseModel):
@@ -112,7 +117,7 @@ def judge(observed: Observed, previous: str | None) -> tuple[str, str] | None:
     what = f"{'PR' if observed.kind == 'pr' else 'issue'} #{observed.number}"
     when = f" on {observed.at:%Y-%m-%d}" if observed.at else ""
     if observed.kind == "tracker":
-        return tracker_judgement(observed, when)
+        return tracker_judgement(observed, when, previous)
     if observed.kind == "pr":
         return {"merged": ("merged", f"{what} merged{when}"),
                 "reverted": ("reverted", f"{what} was merged, then reverted{when}"),
@@ -126,15 +131,18 @@ def judge(observed: Observed, previous: str | None) -> tuple[str, str] | None:
     return None
 
 
-def tracker_judgement(observed: Observed, when: str) -> tuple[str, str] | None:
+def tracker_judgement(observed: Observed, when: str, previous: str | None = None) -> tuple[str, str] | None:
     """(fix state, note) for what the team did with the error in Sentry or Bugsink; None for an issue still open."""
     where = observed.url or "its issue in the error tracker"
     if observed.state == "closed" and observed.reason == "ignored":
         return "ignored", f"ignored in the error tracker{when} ({where})"
-    if observed.state == "closed":
-        return "resolved", f"{observed.reason or 'resolved'} in the error tracker{when} ({where})"
+    if observed.state == "closed":  # a release's name is the tracker's text: the note says which kind, not which one
+        how = " in the next release" if "next release" in observed.reason else " in a release" if "release" in observed.reason else ""
+        return "resolved", f"resolved{how} in the error tracker{when} ({where})"
     if observed.state == "open" and observed.reason == "regressed":
         return "regressed", f"marked regressed by the error tracker{when} ({where})"
+    if observed.state == "open" and (previous or "") == "closed:ignored":
+        return "none", f"no longer ignored in the error tracker{when} ({where})"
     return None
 
 
@@ -152,6 +160,8 @@ def changes(filed: list[Filed], observed: dict[tuple[str, int | str], Observed])
             verdict = judge(now, previous)
             if verdict and kind in ("issue", "tracker") and not outranks(verdict[0], doc.fix_state):
                 verdict = None  # remembered, but a weaker signal than what the PR said
+            if verdict and kind == "tracker" and verdict[0] == doc.fix_state and (previous or "").split(":")[0] == now.state:
+                verdict = None  # the same verdict restated (resolved in the next release, then in the release that came)
             if verdict and verdict[0] == "regressed" and doc.fix_state == "regressed":
                 verdict = None  # a regression already recorded (NightWatch flagged it): one row per regression
             note = verdict[1] + undated(now, verdict[0]) if verdict else ""
@@ -175,6 +185,8 @@ def outranks(issue_verdict: str, fix_state: str | None) -> bool:
     nothing new, a reopened one says the merged fix did not hold; nothing an issue does undoes a revert."""
     if fix_state == "merged":
         return issue_verdict == "regressed"
+    if issue_verdict in ("ignored", "none"):  # muting, or unmuting, says nothing of a fix or a regression
+        return fix_state in (None, "none", "proposed", "rejected", "ignored")
     return fix_state != "reverted"
 
 
@@ -223,8 +235,10 @@ def regression_record(fingerprint: str, path: str, why: str, night_end: datetime
         return {}, None
     fields: dict[str, object] = {"fix_state": "regressed", "trust": TRUST["regressed"], "fix_confirmed": False,
                                  "outcome": why, "regressed_at": flagged, **failed_fix_fields(previous, "regressed", why)}
-    kind = "issue" if isinstance(previous.get("issue_number"), int) else "pr"
-    number = previous.get(f"{kind}_number")
+    kind = "issue" if isinstance(previous.get("issue_number"), int) else "pr" if isinstance(previous.get("pr_number"), int) \
+        else "tracker"
+    number = previous.get(f"{kind}_number") if kind != "tracker" else \
+        Filed(fingerprint=fingerprint, path=path, tracker_issue=str(previous.get("tracker_issue") or "") or None).tracker_number
     if previous.get("fix_state") == "regressed" or not isinstance(number, int):
         return fields, None
     return fields, OutcomeChange(fingerprint=fingerprint, path=path, kind=kind, number=number, state="regressed",

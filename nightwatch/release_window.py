@@ -27,11 +27,10 @@ MAX_LISTED = 20  # commits of the window kept for the issue and the prompt, newe
 
 def first_release(deploys: Sequence[Deploy], first_seen: datetime | None, named: str = "") -> int | None:
     """The index (in `deploys`, oldest first) of the release the error was first seen in: the one the tracker `named`
-    (by version or commit), else the newest that reached production at or before `first_seen`."""
+    (by version or commit; None when it is not among them: the clock would contradict the tracker), else the newest
+    that reached production at or before `first_seen`."""
     if named:
-        for index in range(len(deploys) - 1, -1, -1):
-            if named in (deploys[index].version, deploys[index].commit):
-                return index
+        return next((i for i in range(len(deploys) - 1, -1, -1) if named in (deploys[i].version, deploys[i].commit)), None)
     if first_seen is None:
         return None
     found = None

@@ -105,8 +105,8 @@ def _released(host: object, suspect: SuspectCommit, window: ReleaseWindow | None
     """The suspect, saying whether the release the error was first seen in brought it (nightwatch.release_window)."""
     brought = shipped_in(host, window, suspect.sha, landed)
     if brought and window is not None:
-        return suspect.model_copy(update={"in_release": True, "why": f"{suspect.why}; brought by release "
-                                          f"{_printable(window.release.label, 80)}, the first the error was seen in"})
+        return suspect.model_copy(update={"in_release": True,
+                                          "why": f"{suspect.why}; brought by the release the error was first seen in"})
     return suspect.model_copy(update={"in_release": False}) if brought is False else suspect
 
 

@@ -164,7 +164,7 @@ def _findings(report: RunReport) -> list[str]:
             md(shorten(root_cause_of(r), 1500)),
         ]
         if r.release_window is not None:
-            lines += ["", md(cell(r.release_window.line, 300))]
+            lines += ["", cell(r.release_window.line, 300)]
     return lines
 
 

@@ -29,13 +29,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin
 
 import httpx
 from pydantic import SecretStr
 
 from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
-from nightwatch.outcomes import Observed
+from nightwatch.outcomes import Observed, numeric_id
 from nightwatch.sources import http_retry
 from nightwatch.sources.base import ErrorBatch, SourceError
 from nightwatch.sources.parse import parse_timestamp
@@ -153,16 +153,21 @@ def read_verdicts(ids: list[str], read: Any, service: str) -> tuple[dict[tuple[s
     """Each issue's verdict (`read(id)`), keyed ("tracker", id); an issue the tracker no longer has is `missing`; a
     failure of the tracker stops the reading with a warning and keeps what was read."""
     found: dict[tuple[str, int | str], Observed] = {}
+    refused: list[str] = []
     for ident in ids[:MAX_VERDICTS]:
         try:
             found[("tracker", ident)] = read(ident)
         except SourceError as exc:
+            found[("tracker", ident)] = Observed(kind="tracker", number=0, state="missing")
             if exc.kind == "not_found":
-                found[("tracker", ident)] = Observed(kind="tracker", number=0, state="missing")
+                continue
+            if exc.kind not in ("busy", "unreachable"):  # this issue only (a refusal, a bad body): the next may be readable
+                refused.append(f"{ident[:64]} ({str(exc)[:160]})")
                 continue
             return found, [f"{service} verdicts: stopped after {len(found)} of {len(ids)} issue(s): {exc}"]
+    notes = [f"{service} verdicts: {len(refused)} issue(s) could not be read: {'; '.join(refused[:3])}"] if refused else []
     left = len(ids) - MAX_VERDICTS
-    return found, [f"{service} verdicts: {left} issue(s) past the {MAX_VERDICTS} a night wait"] if left > 0 else []
+    return found, notes + ([f"{service} verdicts: {left} issue(s) past the {MAX_VERDICTS} a night wait"] if left > 0 else [])
 
 
 def iso(moment_: datetime) -> str:
@@ -240,8 +245,10 @@ class SentrySource:
     def observe_verdicts(self, ids: list[str]) -> tuple[dict[tuple[str, int | str], Observed], list[str]]:
         """What the team did with each issue in Sentry (its status, substatus and activity)."""
         def read(ident: str) -> Observed:
-            body, _ = self.api.get(f"api/0/organizations/{self.org}/issues/{ident}/", None, f"issue {ident}")
-            return sentry_observed(body, int(ident) if ident.isdigit() and len(ident) < 19 else 0)
+            if not numeric_id(ident):  # not a Sentry issue's id (a document edited by hand, another tracker's)
+                return Observed(kind="tracker", number=0, state="missing")
+            body, _ = self.api.get(f"api/0/organizations/{self.org}/issues/{quote(ident, safe='')}/", None, f"issue {ident}")
+            return sentry_observed(body, int(ident))
         return read_verdicts(ids, read, "Sentry")
 
 
@@ -383,5 +390,5 @@ class BugsinkSource:
 
 def _first_release(issue: dict[str, Any]) -> str:
     """The first release Bugsink received an event of the issue in (its `events_at`, in the order they came)."""
-    seen = issue.get("events_at")
-    return next((text(v, 200) for v in seen if isinstance(v, str) and v), "") if isinstance(seen, list) else ""
+    seen = issue.get("events_at")  # "" first: its first events named no release, so none is named here
+    return text(seen[0], 200) if isinstance(seen, list) and seen and isinstance(seen[0], str) else ""

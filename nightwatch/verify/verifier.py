@@ -148,7 +148,8 @@ class Verifier:
         if reason or test is None:
             return Verification(status="not run", reason=reason or "the analysis has no regression test",
                                 test_path=test.path if test else "")
-        base = Verification(status="not run", test_path=test.path, test=test_target(test))
+        base = Verification(status="not run", test_path=test.path,
+                            test=test_target(test, self.command.kind if self.command else "pytest"))
         env = self.environment()
         if not env.ready:
             setup = VerificationRun(label=SETUP_LABEL, command=self.setup or "", outcome=f"not run: {env.detail}",
@@ -202,7 +203,7 @@ class Verifier:
 
     def _run(self, label: str, test: RegressionTest | None, fix: dict[str, str], extra: list[str] = ()) -> VerificationRun:  # type: ignore[assignment]
         command: TestCommand = self.command  # type: ignore[assignment]
-        targets = ([test_target(test)] if test else []) + list(extra)
+        targets = ([test_target(test, command.kind)] if test else []) + list(extra)
         argv = command.for_tests(targets) if command.kind != "pytest" else [*command.for_tests(targets), "-rfE"]
         overlay = {**fix, **({test.path: test.content} if test else {})}
         env = self.environment()
@@ -241,17 +242,36 @@ class Verifier:
         return folder
 
 
-def test_target(test: RegressionTest) -> str:
-    """The test to run as the runner names it. A name given without its file (`test_it`, `TestOrders::test_it`, as a
-    model often writes it) is taken in the test's own file (`path::name`, which the Django and unittest runners get as a
-    dotted label); a node id with its file, or a dotted label, runs as given; no name runs the whole file."""
+def test_target(test: RegressionTest, kind: str = "pytest") -> str:
+    """The test to run, as the runner of `kind` names it (nightwatch.verify.testenv.TestCommand).
+
+    Python's runners: a name given without its file (`test_it`, `OrdersTest::test_it`, `OrdersTest.test_it`, as a
+    model often writes it) is taken in the test's own file (`path::OrdersTest::test_it`, which the Django and unittest
+    runners get as a dotted label); a node id whose file is named by its base name alone gets the test's path; a
+    parameter id (`test_it[1.5-a.b]`) is kept as written. Ruby's runners take a name that names its file, else the
+    whole file. A name that starts with `-` would be an option: the whole file runs."""
     name = test.test.strip()
-    if not name:
+    if not name or name.startswith("-"):
         return test.path
-    head = name.split("::", 1)[0]
-    if head.endswith(".py") or "/" in head or ("." in head and "::" not in name):
+    if kind in ("rspec", "rails"):
+        return name if "/" in name else test.path
+    if kind not in ("pytest", "django", "unittest"):
         return name
-    return f"{test.path}::{name}"
+    base, bracket, params = name.partition("[")
+    params = bracket + params
+    path = PurePosixPath(test.path)
+    if "::" in base:
+        head, _, rest = base.partition("::")
+        if head.endswith(".py"):
+            return f"{test.path if PurePosixPath(head).name == path.name else head}::{rest}{params}"
+        return f"{test.path}::{base}{params}"
+    if base.endswith(".py") or "/" in base:
+        return name
+    module = str(path.with_suffix("")).replace("/", ".")
+    if base == module:
+        return test.path
+    parts = [p for p in base.removeprefix(module + ".").split(".") if p]
+    return f"{test.path}::{'::'.join(parts)}{params}"
 
 
 def for_model(run: VerificationRun, verdict: str) -> str:

@@ -193,16 +193,29 @@ def test_a_test_suite_file_is_one_the_runners_would_find():
     ("", "tests/api/test_orders.py", "tests.api.test_orders"),
     ("test_it", "tests/api/test_orders.py::test_it", "tests.api.test_orders.test_it"),
     ("TestOrders::test_it", "tests/api/test_orders.py::TestOrders::test_it", "tests.api.test_orders.TestOrders.test_it"),
+    ("TestOrders.test_it", "tests/api/test_orders.py::TestOrders::test_it", "tests.api.test_orders.TestOrders.test_it"),
     ("tests/api/test_orders.py::test_it", "tests/api/test_orders.py::test_it", "tests.api.test_orders.test_it"),
-    ("tests.api.test_orders.OrdersTest.test_it", "tests.api.test_orders.OrdersTest.test_it",
+    ("test_orders.py::test_it", "tests/api/test_orders.py::test_it", "tests.api.test_orders.test_it"),
+    ("tests.api.test_orders.OrdersTest.test_it", "tests/api/test_orders.py::OrdersTest::test_it",
      "tests.api.test_orders.OrdersTest.test_it"),
+    ("test_it[1.5-a.b]", "tests/api/test_orders.py::test_it[1.5-a.b]", "tests.api.test_orders.test_it[1.5-a.b]"),
+    ("-pfoo.bar", "tests/api/test_orders.py", "tests.api.test_orders"),
 ])
 def test_a_test_named_without_its_file_runs_in_the_tests_own_file(name: str, target: str, django: str) -> None:
     """A model often names the test alone (`test_it`); pytest would look for a file of that name and run nothing."""
     from nightwatch.models import RegressionTest
     from nightwatch.verify.verifier import test_target
 
-    found = test_target(RegressionTest(path="tests/api/test_orders.py", content="x", test=name))
-    assert found == target
+    test = RegressionTest(path="tests/api/test_orders.py", content="x", test=name)
+    assert test_target(test) == target
     django_runner = testenv.TestCommand("django", ("python", "manage.py", "test"), detected=True)
-    assert django_runner.for_tests([found]) == ["python", "manage.py", "test", django]
+    assert django_runner.for_tests([test_target(test, "django")]) == ["python", "manage.py", "test", django]
+
+
+def test_ruby_runners_get_a_name_that_names_its_file_else_the_whole_file() -> None:
+    from nightwatch.models import RegressionTest
+    from nightwatch.verify.verifier import test_target
+
+    spec = RegressionTest(path="spec/models/order_spec.rb", content="x", test="returns the total")
+    assert test_target(spec, "rspec") == "spec/models/order_spec.rb"
+    assert test_target(spec.model_copy(update={"test": "spec/models/order_spec.rb:12"}), "rspec") == "spec/models/order_spec.rb:12"
