@@ -237,7 +237,8 @@ class SentrySource:
     def fetch_deploys(self, window: Window) -> tuple[list[Deploy], list[str]]:
         """The project's releases as deploys; none, with the reason, where the tracker refuses or fails."""
         try:
-            listed = self.api.pages(f"api/0/projects/{self.org}/{self.project}/releases/", {"per_page": 100}, "releases list")
+            params = {"per_page": 100} | ({"environment": self.environment} if self.environment else {})
+            listed = self.api.pages(f"api/0/projects/{self.org}/{self.project}/releases/", params, "releases list")
             return releases_in(listed, window, sentry_deploy), []
         except SourceError as exc:
             return [], [f"releases: {exc}"]
