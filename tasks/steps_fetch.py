@@ -21,6 +21,7 @@ from nightwatch.preflight import problems, run_checks
 from nightwatch.research import ResearchContext, files_from_traces, pr_lookback, research_error
 from nightwatch.runtime import ConfigurationError, demo_file
 from nightwatch.selection import Selection, select_errors
+from nightwatch.sources.sentry import MAX_VERDICTS
 from nightwatch.trace_paths import locate_frames
 
 
@@ -62,13 +63,24 @@ def sync_outcomes(ctx: RunContext, knowledge: KnowledgeState) -> OutcomeSync:
     return OutcomeSync(changes=found, knowledge=state)
 
 
+def nightly_turn(ids: list[str], night: int, limit: int) -> list[str]:
+    """`ids` (newest analyses first) from where night number `night` takes its turn: past `limit` a night, each night
+    starts `limit` further on, so every issue is asked within len(ids) / limit nights (a rerun takes the same turn)."""
+    if len(ids) <= limit:
+        return ids
+    start = (night * limit) % len(ids)
+    return ids[start:] + ids[:start]
+
+
 def tracker_verdicts(ctx: RunContext, filed: list[Filed]) -> dict[tuple[str, int | str], Observed]:
-    """What the team did in Sentry or Bugsink with the errors analysed from it (newest analyses first); nothing
-    where the night's source keeps no verdicts (New Relic); a tracker that fails leaves a warning, never a failed step."""
+    """What the team did in Sentry or Bugsink with the errors analysed from it (newest analyses first, then in turns:
+    nightly_turn); nothing where the night's source keeps no verdicts (New Relic); a tracker that fails leaves a
+    warning, never a failed step."""
     observe = getattr(runtime(ctx).source, "observe_verdicts", None)
     ids = list(dict.fromkeys(d.tracker_issue for d in reversed(filed) if d.tracker_issue))
     if not callable(observe) or not ids:
         return {}
+    ids = nightly_turn(ids, ctx.window.end.date().toordinal(), MAX_VERDICTS)
     try:
         found, notes = observe(ids)
     except Exception as exc:  # noqa: BLE001 - the tracker's verdicts never cost the night GitHub's outcomes

@@ -51,7 +51,7 @@ from nightwatch.sources.sentry_verdicts import (
 
 MAX_PAGES = 200  # of one list: 20,000 Sentry issues, 50,000 Bugsink ones, far past what a night selects from
 MAX_RELEASES = 500  # read of a project's releases, newest first
-MAX_VERDICTS = 200  # error-tracker issues asked for their verdict a night, the newest analyses first
+MAX_VERDICTS = 200  # error-tracker issues asked for their verdict a night (past it, in turns: tasks/steps_fetch.py)
 
 
 class TrackerAPI:

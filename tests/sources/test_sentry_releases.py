@@ -182,3 +182,12 @@ def test_a_tracker_id_that_is_not_sentrys_is_never_asked_for_and_one_refusal_sto
     assert observed[("tracker", first)].state == "missing" and observed[("tracker", second)].state == "open"
     assert len(notes) == 1 and "1 issue(s) could not be read" in notes[0]
     assert all(path.rstrip("/").rsplit("/", 1)[-1] in (first, second) for path in asked)
+
+
+def test_past_the_nightly_limit_every_tracker_issue_is_asked_within_its_turns() -> None:
+    from nightwatch.tasks.steps_fetch import nightly_turn
+
+    ids = [str(i) for i in range(450)]
+    assert nightly_turn(ids[:200], 7, 200) == ids[:200]
+    asked = [set(nightly_turn(ids, night, 200)[:200]) for night in range(740_000, 740_003)]
+    assert set().union(*asked) == set(ids) and nightly_turn(ids, 740_000, 200) == nightly_turn(ids, 740_000, 200)
