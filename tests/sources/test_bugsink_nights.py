@@ -7,8 +7,8 @@ the team's CI creates each release through Bugsink's API at the night's deploy t
 issues through it, with a token of the team's. NightWatch reads the project back through `BugsinkSource` with its own
 read-only token (issues, events, releases), night after night in one NIGHTWATCH_HOME:
 
-1. release bookshop@1.0: every planted bug; NightWatch files issues and one fix PR (the later nights' traffic is the
-   requests of three errors: the fixed one, one the team mutes, one that goes on);
+1. release bookshop@1.0: four of the planted bugs; NightWatch files issues and one fix PR (the later nights' traffic is
+   the requests of three errors: the fixed one, one the team mutes, one that goes on);
 2. the PR merges (the offline tracker, as a person merges it), the team resolves its error in Bugsink "in the next
    release" and mutes another error; release 1.1 ships without the fixed route's failures;
 3. nights 2-4: the merge and the mute are outcomes, once each; the muted error is not looked at;
@@ -39,6 +39,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.flow, pytest.mark.timeout(1800),
 ROOT = Path(__file__).resolve().parents[2]
 SEND = ROOT / "tests" / "bugsink" / "send_bookshop_night.py"
 UNTIL = datetime(2026, 11, 21, 6, 0, tzinfo=timezone.utc)
+# The first night's traffic: four of the planted bugs' routes (three of them with a fix the offline analyst can make and
+# the sandbox can verify, so one gets the night's PR)
+FIRST_NIGHT = "/books/{isbn}/price,/coupons/check,/authors/{slug}/debut,/orders/shipping"
 SEND_GUARD_S = 120  # a hang guard: one night's traffic is sent and digested in a few seconds
 
 
@@ -102,7 +105,7 @@ def test_ten_nights_a_merged_fix_that_came_back_is_one_regression_and_a_muted_er
         return nights[-1]
 
     team.release("bookshop@1.0", UNTIL - timedelta(days=3))
-    first = night(1, "bookshop@1.0")
+    first = night(1, "bookshop@1.0", only=FIRST_NIGHT)
     assert first.pr is not None and first.pr.action == "created", first.pr
     results = {r.fingerprint: r for r in first.results}
     fixed = results[first.pr.fingerprint].error
@@ -115,6 +118,7 @@ def test_ten_nights_a_merged_fix_that_came_back_is_one_regression_and_a_muted_er
     steady = next(e for e in others if e.transaction != muted.transaction)  # an error that goes on every night
     only = ",".join((fixed.transaction, muted.transaction, steady.transaction))  # the later nights' traffic: these routes
 
+    monkeypatch.setenv("NIGHTWATCH_VERIFY_FIXES", "false")  # the PR is made; the sandbox's runs are tested elsewhere
     _merge(nightwatch_home, first.pr.pr_number, UNTIL + timedelta(hours=2))
     assert team.act(fixed.issue_id, "resolve-next")["is_resolved_by_next_release"] is True
     assert team.act(muted.issue_id, "mute")["is_muted"] is True
