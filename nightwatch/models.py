@@ -389,6 +389,11 @@ class ReleaseWindow(Model):
     commit_count: int | None = None  # None: the code host cannot count them (a version that names no commit)
     commits: list[str] = Field(default_factory=list)  # "<sha> <subject>", newest first, capped
 
+    def shown(self, limit: int = 10) -> tuple[list[str], int]:
+        """The newest `limit` commits listed, and how many more the release brought."""
+        listed = self.commits[:limit]
+        return listed, max((self.commit_count or 0) - len(listed), 0)
+
     @property
     def line(self) -> str:
         """"first seen in release X, deployed with these N commits (since W)" as the issue and report say it."""

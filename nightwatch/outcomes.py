@@ -70,10 +70,14 @@ class Filed(BaseModel):
 
     @property
     def tracker_number(self) -> int | None:
-        """The error-tracker issue's number for the outcomes table: Sentry's numeric id, 0 for Bugsink's UUIDs."""
-        if not self.tracker_issue:
-            return None
-        return int(self.tracker_issue) if numeric_id(self.tracker_issue) else 0
+        return tracker_number(self.tracker_issue)
+
+
+def tracker_number(ident: str | None) -> int | None:
+    """An error-tracker issue's number for the outcomes table: Sentry's numeric id, 0 for Bugsink's UUIDs."""
+    if not ident:
+        return None
+    return int(ident) if numeric_id(ident) else 0
 
 
 def numeric_id(ident: str) -> bool:
@@ -237,8 +241,7 @@ def regression_record(fingerprint: str, path: str, why: str, night_end: datetime
                                  "outcome": why, "regressed_at": flagged, **failed_fix_fields(previous, "regressed", why)}
     kind = "issue" if isinstance(previous.get("issue_number"), int) else "pr" if isinstance(previous.get("pr_number"), int) \
         else "tracker"
-    number = previous.get(f"{kind}_number") if kind != "tracker" else \
-        Filed(fingerprint=fingerprint, path=path, tracker_issue=str(previous.get("tracker_issue") or "") or None).tracker_number
+    number = previous.get(f"{kind}_number") if kind != "tracker" else tracker_number(str(previous.get("tracker_issue") or ""))
     if previous.get("fix_state") == "regressed" or not isinstance(number, int):
         return fields, None
     return fields, OutcomeChange(fingerprint=fingerprint, path=path, kind=kind, number=number, state="regressed",

@@ -160,8 +160,8 @@ def research_section(ctx: ResearchContext, cross_error: list[str] | None = None)
         )
     if ctx.release_window is not None:  # release names and commit subjects are the tracker's and the authors' text
         window = ctx.release_window
-        listed = [single_line(c, 120) for c in window.commits[:PROMPT_RELEASE_COMMITS]]
-        more = (window.commit_count or 0) - len(listed)
+        commits, more = window.shown()
+        listed = [single_line(c, 120) for c in commits]
         body = "\n".join([single_line(window.line, 300), *listed] + ([f"(and {more} more)"] if more > 0 else []))
         out.append("### Release\n" + fence("the release it was first seen in, and the commits it brought", body))
     if ctx.suspect_commits:
@@ -180,9 +180,6 @@ def research_section(ctx: ResearchContext, cross_error: list[str] | None = None)
         out.append("## Errors already analysed in this run\n"
                    + fence("earlier analyses", "\n".join(f"- {single_line(c, 400)}" for c in cross_error)))
     return "\n\n".join(out)
-
-
-PROMPT_RELEASE_COMMITS = 10
 
 
 def investigation_message(

@@ -248,10 +248,10 @@ def _release_section(result: ErrorAnalysisResult) -> str:
     if window is None:
         return ""
     lines = [f"## Release\n{_one_line(prose(window.line, 300))}"]
-    if window.commits:
+    commits, more = window.shown()
+    if commits:
         lines.append("\n".join(f"- {code(c.split(' ', 1)[0][:12])} {_one_line(prose(c.partition(' ')[2], 120))}"
-                               for c in window.commits[:10]))
-        more = (window.commit_count or 0) - len(window.commits[:10])
+                               for c in commits))
         if more > 0:
             lines.append(f"- and {more} more")
     return "\n".join(lines)

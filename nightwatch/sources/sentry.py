@@ -38,8 +38,15 @@ from nightwatch.models import Deploy, ErrorGroup, TraceData, Window
 from nightwatch.outcomes import Observed, numeric_id
 from nightwatch.sources import http_retry
 from nightwatch.sources.base import ErrorBatch, SourceError
-from nightwatch.sources.parse import parse_timestamp
-from nightwatch.sources.sentry_event import exceptions_of, handled_of, moment, object_at, text, trace_of
+from nightwatch.sources.sentry_event import (
+    exceptions_of,
+    handled_of,
+    moment,
+    object_at,
+    text,
+    timestamp_or_none,
+    trace_of,
+)
 from nightwatch.sources.sentry_verdicts import (
     bugsink_deploy,
     bugsink_observed,
@@ -181,13 +188,6 @@ def _count(value: Any) -> int:
         return 0
 
 
-def _time(value: Any) -> datetime | None:
-    try:
-        return parse_timestamp(value)
-    except (ValueError, OverflowError, OSError):
-        return None
-
-
 class SentrySource:
     """Errors of one Sentry project, live (sentry.io or a self-hosted Sentry)."""
 
@@ -265,7 +265,7 @@ def sentry_group(issue: Any, app: str) -> ErrorGroup | None:
         transaction=text(issue.get("culprit"), 500),
         message=text(metadata.get("title") or issue.get("title") if message_event else metadata.get("value")),
         occurrences=_count(issue.get("count")), users=_count(issue.get("userCount")),
-        first_seen=_time(issue.get("firstSeen")), last_seen=_time(issue.get("lastSeen")), app_name=app,
+        first_seen=timestamp_or_none(issue.get("firstSeen")), last_seen=timestamp_or_none(issue.get("lastSeen")), app_name=app,
         level=text(issue.get("level"), 20), handled=not issue["isUnhandled"] if isinstance(issue.get("isUnhandled"), bool) else None,
         issue_id=text(str(issue["id"]), 64), url=text(issue.get("permalink"), 500),
         first_release=text(object_at(issue, "firstRelease").get("version"), 200), tracker_status=sentry_status(issue))
@@ -314,7 +314,7 @@ class BugsinkSource:
         with kept_so_far(batch):
             for issue in self.api.pages("api/canonical/0/issues/", params, "issues list"):
                 batch.rows_seen += 1
-                last = _time(issue.get("last_seen")) if isinstance(issue, dict) else None
+                last = timestamp_or_none(issue.get("last_seen")) if isinstance(issue, dict) else None
                 if last is not None and last < window.start:
                     break  # by receipt, newest first: every issue after this one was last seen before the window
                 group = self._group(issue, window) if isinstance(issue, dict) and issue.get("id") else None
@@ -353,7 +353,7 @@ class BugsinkSource:
         newest = self._event(events[0]) if events[0].get("id") else {}
         chain = exceptions_of(newest)
         times = [t for t in map(moment, events) if t]
-        received = _time(issue.get("first_seen"))  # by receipt: an event may be older than that
+        received = timestamp_or_none(issue.get("first_seen"))  # by receipt: an event may be older than that
         return ErrorGroup(
             error_class=text(issue.get("calculated_type"), 300), transaction=text(issue.get("transaction"), 500),
             message=text(issue.get("calculated_value")), occurrences=len(events),

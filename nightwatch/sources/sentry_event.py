@@ -130,6 +130,14 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
+def timestamp_or_none(value: Any) -> datetime | None:
+    """A tracker's API timestamp (ISO 8601, or epoch milliseconds), or None where it is missing or not one."""
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def moment(event: dict[str, Any]) -> datetime | None:
     """When it happened: the SDK's `timestamp` (seconds since the epoch, or ISO 8601)."""
     value = event.get("timestamp")

@@ -12,21 +12,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from nightwatch.codehosts.base import are_commit_ids
 from nightwatch.models import Deploy
 from nightwatch.outcomes import Observed
-from nightwatch.sources.parse import parse_timestamp
-from nightwatch.sources.sentry_event import object_at, text
-
-
-def _time(value: Any) -> datetime | None:
-    try:
-        return parse_timestamp(value) if value else None
-    except (ValueError, OverflowError, OSError):
-        return None
+from nightwatch.sources.sentry_event import object_at, text, timestamp_or_none
 
 
 def release_commit(version: str, named: str = "") -> str:
@@ -43,7 +34,7 @@ def sentry_deploy(release: Any) -> Deploy | None:
     if not isinstance(release, dict):
         return None
     version = text(release.get("version"), 200)
-    at = _time(release.get("dateReleased")) or _time(release.get("dateCreated"))
+    at = timestamp_or_none(release.get("dateReleased")) or timestamp_or_none(release.get("dateCreated"))
     if not version or at is None:
         return None
     last = object_at(release, "lastCommit")
@@ -56,7 +47,7 @@ def bugsink_deploy(release: Any) -> Deploy | None:
     if not isinstance(release, dict):
         return None
     version = text(release.get("version"), 200)
-    at = _time(release.get("date_released"))
+    at = timestamp_or_none(release.get("date_released"))
     if not version or at is None:
         return None
     return Deploy(at=at, version=version, commit=release_commit(version), deployment_id=text(str(release.get("id") or ""), 64))
@@ -85,7 +76,7 @@ def sentry_observed(issue: Any, number: int) -> Observed:
     prefix = _SENTRY_ACTIVITY.get(status, "")
     listed = issue.get("activity")
     activity: list[Any] = listed if isinstance(listed, list) else []
-    moments = [_time(a.get("dateCreated")) for a in activity
+    moments = [timestamp_or_none(a.get("dateCreated")) for a in activity
                if prefix and isinstance(a, dict) and str(a.get("type") or "").startswith(prefix)]
     at = max((m for m in moments if m), default=None)
     if status == "resolved":
@@ -114,7 +105,7 @@ def bugsink_observed(history: list[Any], url: str) -> Observed:
         kind = str(point.get("kind") or "") if isinstance(point, dict) else ""
         if kind not in _BUGSINK_STATE_KINDS:
             continue
-        at = _time(point.get("timestamp"))
+        at = timestamp_or_none(point.get("timestamp"))
         meta = object_at(point, "metadata")
         if kind in ("resolved", "next_materialized"):
             release = text(meta.get("resolved_release") or meta.get("actual_release"), 80)
